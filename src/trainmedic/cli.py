@@ -1,0 +1,101 @@
+"""Argument parsing and dispatch only.
+
+Each subcommand lives in `trainmedic.commands.<name>` with `add_arguments(parser)` and
+`run(args) -> int`. Only the chosen command's module is imported, so `lint`, `probe`, `triage`,
+`export` and `memory` never pay for Textual (or for each other).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from collections.abc import Sequence
+
+from trainmedic import __version__
+from trainmedic.errors import TrainmedicError
+
+# name -> (module under trainmedic.commands, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "walk": ("walk", "walk one tree (TUI, --plain prompts, or --answers 1,3,2)"),
+    "lint": ("lint", "validate the built-in trees or the given files/folders"),
+    "export": ("export", "export a tree as a Markdown runbook, Mermaid or JSON"),
+    "probe": ("probe", "run probes locally or on every node of a Slurm allocation"),
+    "triage": ("triage", "scan training logs and name the tree and node to continue from"),
+    "memory": ("memory", "theoretical per-GPU memory of a Megatron-style configuration"),
+    "preflight": ("preflight", "check a launch script before it burns GPU hours"),
+    "report": ("report", "the Markdown incident report of a saved walk"),
+    "schema": ("schema", "print the JSON Schema of the tree format"),
+}
+
+
+def _top_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="trainmedic",
+        description="Troubleshoot distributed training: decision trees, probes, log triage.",
+        epilog="Without a command, the TUI opens at the home screen.",
+    )
+    parser.add_argument("--version", action="version", version=f"trainmedic {__version__}")
+    parser.add_argument(
+        "--trees", action="append", default=[], metavar="DIR",
+        help="add a folder of user trees (repeatable)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_module, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def _command_parser(name: str) -> argparse.ArgumentParser:
+    module = importlib.import_module(f"trainmedic.commands.{COMMANDS[name][0]}")
+    parser = argparse.ArgumentParser(prog=f"trainmedic {name}", description=COMMANDS[name][1])
+    parser.add_argument(
+        "--trees", action="append", default=[], metavar="DIR",
+        help="add a folder of user trees (repeatable)",
+    )
+    module.add_arguments(parser)
+    parser.set_defaults(_run=module.run)
+    return parser
+
+
+def _split(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
+    """Split global options (before the command) from the command and its own arguments."""
+    head: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in COMMANDS:
+            return head, arg, argv[i + 1 :]
+        head.append(arg)
+        if arg == "--trees" and i + 1 < len(argv):
+            head.append(argv[i + 1])
+            i += 1
+        i += 1
+    return head, None, []
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    head, command, rest = _split(argv)
+    try:
+        top = _top_parser().parse_args(head)
+        if command is None:
+            from trainmedic.tui.launch import run_home
+
+            return run_home(trees=top.trees)
+        parser = _command_parser(command)
+        args = parser.parse_args(rest)
+        args.trees = list(top.trees) + list(args.trees)
+        return int(args._run(args) or 0)
+    except TrainmedicError as exc:
+        print(f"trainmedic: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("trainmedic: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # `trainmedic export oom | head` must not print a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0

@@ -1,0 +1,1 @@
+"""Probes: small functions that read the machine and return facts for tree rules."""
