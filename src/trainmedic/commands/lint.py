@@ -1,0 +1,47 @@
+"""`trainmedic lint [PATH ...]`: prove trees sound; `FILE:LINE: severity: message` per problem."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", nargs="*", metavar="PATH",
+                        help="tree files or folders (default: the built-in trees and --trees)")
+    parser.add_argument("--json", action="store_true", help="problems as JSON")
+    parser.add_argument("--strict", action="store_true", help="treat warnings as errors")
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainmedic.trees.forest import builtin_tree_dir, load_files, load_forest, tree_files
+    from trainmedic.trees.lint import lint_forest
+
+    if args.paths:
+        files = list(tree_files(Path(p) for p in args.paths + list(args.trees)))
+        forest = load_forest(files)
+        mine = load_files(files)
+        shown = {t.file for t in mine.trees.values()} | {p.file for p in mine.problems}
+        problems = [p for p in lint_forest(forest) if p.file in shown]
+        checked = len(files)
+    else:
+        forest = load_forest(args.trees)
+        problems = lint_forest(forest)
+        checked = sum(1 for _ in tree_files([builtin_tree_dir()])) + sum(
+            1 for _ in tree_files(Path(p) for p in args.trees))
+    errors = sum(p.severity == "error" for p in problems)
+    warnings = len(problems) - errors
+    failed = errors > 0 or (args.strict and warnings > 0)
+    if args.json:
+        json.dump({"files": checked, "errors": errors, "warnings": warnings,
+                   "problems": [p.to_dict() for p in problems]}, sys.stdout, indent=2)
+        print()
+    else:
+        for problem in problems:
+            print(problem)
+        nodes = sum(len(t.nodes) for t in forest.trees.values())
+        print(f"{checked} file(s), {len(forest.trees)} tree(s), {nodes} node(s): "
+              f"{errors} error(s), {warnings} warning(s)", file=sys.stderr)
+    return 1 if failed else 0

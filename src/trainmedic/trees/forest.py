@@ -1,0 +1,161 @@
+"""All loaded trees together: where the built-ins live, user folders, and link resolution.
+
+Loading does not import networkx; only lint (which needs the graph) pays for it, so the TUI and
+the walk start fast.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from trainmedic.errors import UsageError
+from trainmedic.trees.loader import load_tree_file
+from trainmedic.trees.model import Fix, Node, Question, Tree
+from trainmedic.trees.problems import Problem
+
+TREE_SUFFIXES = (".yaml", ".yml")
+
+
+def builtin_tree_dir() -> Path:
+    """`trees/` inside the installed wheel, or at the top of a source checkout."""
+    here = Path(__file__).resolve().parent.parent
+    packaged = here / "_builtin_trees"
+    if packaged.is_dir():
+        return packaged
+    return here.parent.parent / "trees"
+
+
+def shown_path(path: Path) -> str:
+    """A path as people want to read it: relative to the working directory when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return rel if not rel.startswith("..") else str(path)
+
+
+def tree_files(paths: Iterable[Path]) -> Iterator[Path]:
+    """The tree files named, or found (sorted, recursively) in the folders named."""
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(
+                p for p in path.rglob("*") if p.suffix in TREE_SUFFIXES and p.is_file()
+            )
+        elif path.exists():
+            yield path
+        else:
+            raise UsageError(f"{path}: no such file or folder")
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A resolved pointer to one node of one tree."""
+
+    tree: str
+    node: str
+
+    def __str__(self) -> str:
+        return f"{self.tree}#{self.node}"
+
+
+@dataclass
+class Forest:
+    trees: dict[str, Tree] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Problem]:
+        return [p for p in self.problems if p.severity == "error"]
+
+    def tree(self, tree_id: str) -> Tree:
+        try:
+            return self.trees[tree_id]
+        except KeyError:
+            known = ", ".join(sorted(self.trees)) or "none"
+            raise UsageError(f"no tree '{tree_id}' (trees: {known})") from None
+
+    def node(self, ref: Ref) -> Node:
+        return self.trees[ref.tree].nodes[ref.node]
+
+    def resolve(self, from_tree: str, goto: str) -> Ref | None:
+        """`node` in the same tree first, then `tree-id` (its start), then `tree-id#node`."""
+        if "#" in goto:
+            tree_id, node_id = goto.split("#", 1)
+            tree = self.trees.get(tree_id)
+            return Ref(tree_id, node_id) if tree and node_id in tree.nodes else None
+        own = self.trees.get(from_tree)
+        if own and goto in own.nodes:
+            return Ref(from_tree, goto)
+        other = self.trees.get(goto)
+        if other and other.start in other.nodes:
+            return Ref(goto, other.start)
+        return None
+
+    def parse_ref(self, text: str) -> Ref:
+        """`tree` or `tree#node` typed by a user, checked."""
+        tree_id, _, node_id = text.partition("#")
+        tree = self.tree(tree_id)
+        node_id = node_id or tree.start
+        if node_id not in tree.nodes:
+            raise UsageError(f"tree '{tree_id}' has no node '{node_id}'")
+        return Ref(tree_id, node_id)
+
+    def start(self, tree_id: str) -> Ref:
+        return self.parse_ref(tree_id)
+
+    def iter_nodes(self) -> Iterator[tuple[Ref, Node]]:
+        for tree in self.trees.values():
+            for node_id, node in tree.nodes.items():
+                yield Ref(tree.id, node_id), node
+
+    def counts(self, tree_id: str) -> tuple[int, int]:
+        tree = self.trees[tree_id]
+        return (sum(isinstance(n, Question) for n in tree.nodes.values()),
+                sum(isinstance(n, Fix) for n in tree.nodes.values()))
+
+
+def load_files(files: Iterable[Path]) -> Forest:
+    """Load the given tree files; duplicates of a tree id are problems, the first one wins."""
+    forest = Forest()
+    for path in files:
+        shown = shown_path(path)
+        tree, problems = load_tree_file(path, shown)
+        forest.problems.extend(problems)
+        if tree is None:
+            continue
+        if tree.id in forest.trees:
+            first = forest.trees[tree.id].src
+            forest.problems.append(Problem(shown, tree.src.line, "error",
+                                           f"duplicate tree id '{tree.id}' (also at {first})"))
+            continue
+        forest.trees[tree.id] = tree
+    return forest
+
+
+def load_forest(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Forest:
+    """Built-in trees plus user folders/files; a user tree replaces a built-in of the same id."""
+    user = load_files(tree_files(Path(p) for p in extra))
+    if not builtin:
+        return user
+    base = load_files(tree_files([builtin_tree_dir()]))
+    for tree_id, tree in user.trees.items():
+        base.trees[tree_id] = tree
+    base.problems = [p for p in base.problems if not _shadowed(p, user)] + user.problems
+    return base
+
+
+def _shadowed(problem: Problem, user: Forest) -> bool:
+    return any(problem.file == t.file for t in user.trees.values())
+
+
+def load_forest_or_fail(extra: Iterable[str | Path] = ()) -> Forest:
+    """For commands that walk or export: refuse a forest with errors, naming the first."""
+    forest = load_forest(extra)
+    errors = forest.errors
+    if errors:
+        more = f" (and {len(errors) - 1} more; run `trainmedic lint`)" if len(errors) > 1 else ""
+        raise UsageError(f"{errors[0]}{more}")
+    return forest

@@ -1,0 +1,336 @@
+"""Build model objects from line-aware YAML data, collecting every problem instead of stopping.
+
+Validation follows the key tables in `spec.py`; whatever is wrong is reported with its line and
+the object is still built from what is right, so one typo does not hide the rest of the file.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+from trainmedic.trees import spec
+from trainmedic.trees.model import (
+    Answer,
+    Fix,
+    Node,
+    Question,
+    Reference,
+    Rule,
+    Source,
+    Step,
+    Text,
+    Tree,
+)
+from trainmedic.trees.problems import Problem
+from trainmedic.trees.yamlsafe import LList, LMap, read_yaml
+
+_TYPE_NAMES = {
+    str: "a string", int: "a number", float: "a number", bool: "true/false",
+    type(None): "empty", LMap: "a mapping", LList: "a list", dict: "a mapping", list: "a list",
+}
+
+
+def _type_name(value: Any) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+class _Builder:
+    def __init__(self, shown: str) -> None:
+        self.file = shown
+        self.problems: list[Problem] = []
+
+    def error(self, line: int, message: str) -> None:
+        self.problems.append(Problem(self.file, line, "error", message))
+
+    def warning(self, line: int, message: str) -> None:
+        self.problems.append(Problem(self.file, line, "warning", message))
+
+    # -- generic key checking -------------------------------------------------------------
+
+    def check_keys(self, data: LMap, keys: tuple[spec.Key, ...], what: str) -> None:
+        allowed = {k.name for k in keys}
+        for key in data:
+            if key not in allowed:
+                close = difflib.get_close_matches(key, sorted(allowed), n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                self.error(
+                    data.key_lines[key],
+                    f"unknown key '{key}' in {what}{hint}; allowed: {', '.join(sorted(allowed))}",
+                )
+        for k in keys:
+            if k.required and k.name not in data:
+                self.error(data.line, f"{what} is missing required key '{k.name}'")
+
+    def line_of(self, data: LMap, key: str) -> int:
+        return data.key_lines.get(key, data.line)
+
+    def text(self, data: LMap, key: str, what: str) -> Text | None:
+        if key not in data:
+            return None
+        value, line = data[key], self.line_of(data, key)
+        if isinstance(value, str):
+            if not value.strip():
+                self.error(line, f"'{key}' of {what} is empty")
+            return Text(value.strip())
+        if isinstance(value, LMap):
+            bad = [lang for lang, t in value.items() if not isinstance(t, str)]
+            if bad:
+                self.error(line, f"translation '{bad[0]}' of '{key}' in {what} must be text")
+                return None
+            if "en" not in value:
+                self.error(line, f"'{key}' of {what} has translations but no 'en' text")
+                return None
+            return Text(value["en"].strip(), {k: v.strip() for k, v in value.items()})
+        self.error(line, f"'{key}' of {what} must be text, not {_type_name(value)}")
+        return None
+
+    def string(self, data: LMap, key: str, what: str) -> str | None:
+        if key not in data:
+            return None
+        value = data[key]
+        if isinstance(value, str):
+            return value
+        self.error(self.line_of(data, key),
+                   f"'{key}' of {what} must be a string, not {_type_name(value)}")
+        return None
+
+    def strings(self, data: LMap, key: str, what: str) -> list[str]:
+        if key not in data:
+            return []
+        value = data[key]
+        if isinstance(value, str):
+            return [value]
+        if isinstance(value, LList) and all(isinstance(v, str) for v in value):
+            return list(value)
+        self.error(self.line_of(data, key), f"'{key}' of {what} must be a string or a list of strings")
+        return []
+
+    def ident(self, data: LMap, key: str, what: str) -> str | None:
+        value = data.get(key)
+        if key not in data:
+            return None
+        if not isinstance(value, str) or not spec.ID_RE.match(value):
+            self.error(self.line_of(data, key),
+                       f"'{key}' of {what} must be an id ({spec.KINDS['id']}), got {value!r}")
+            return None
+        return value
+
+    def items(self, data: LMap, key: str, what: str) -> list[tuple[LMap, int]]:
+        """The list under `key`, each item checked to be a mapping."""
+        if key not in data:
+            return []
+        value = data[key]
+        line = self.line_of(data, key)
+        if not isinstance(value, LList):
+            self.error(line, f"'{key}' of {what} must be a list, not {_type_name(value)}")
+            return []
+        out = []
+        for item, item_line in zip(value, value.item_lines, strict=True):
+            if isinstance(item, LMap):
+                out.append((item, item_line))
+            else:
+                self.error(item_line,
+                           f"each item of '{key}' in {what} must be a mapping, not {_type_name(item)}")
+        return out
+
+    # -- objects ---------------------------------------------------------------------------
+
+    def rules(self, data: LMap, what: str) -> list[Rule]:
+        if "when" not in data:
+            return []
+        value, line = data["when"], self.line_of(data, "when")
+        if isinstance(value, str):
+            entries = [(value, line)]
+        elif isinstance(value, LList):
+            entries = list(zip(value, value.item_lines, strict=True))
+        else:
+            self.error(line, f"'when' of {what} must be a rule or a list of rules")
+            return []
+        rules = []
+        for entry, entry_line in entries:
+            rule = parse_rule(entry, Source(self.file, entry_line))
+            if isinstance(rule, str):
+                self.error(entry_line, rule)
+            else:
+                rules.append(rule)
+        return rules
+
+    def answer(self, data: LMap, line: int, node_id: str) -> Answer | None:
+        what = f"an answer of node '{node_id}'"
+        self.check_keys(data, spec.ANSWER_KEYS, what)
+        text = self.text(data, "text", what)
+        goto = data.get("goto")
+        if "goto" in data and (not isinstance(goto, str) or not spec.GOTO_RE.match(goto)):
+            self.error(self.line_of(data, "goto"),
+                       f"'goto' of {what} must be {spec.KINDS['goto']}, got {goto!r}")
+            goto = None
+        rules = self.rules(data, what)
+        because = self.text(data, "because", what)
+        if because and not rules:
+            self.warning(self.line_of(data, "because"), f"'because' of {what} has no 'when' rules")
+        if text is None or goto is None:
+            return None
+        return Answer(text, goto, rules, because, Source(self.file, line))
+
+    def question(self, node_id: str, data: LMap) -> Question:
+        what = f"question '{node_id}'"
+        self.check_keys(data, spec.QUESTION_KEYS, what)
+        answers = []
+        raw_answers = self.items(data, "answers", what)
+        if "answers" in data and isinstance(data["answers"], LList) and not data["answers"]:
+            self.error(self.line_of(data, "answers"), f"{what} has no answers")
+        for item, line in raw_answers:
+            answer = self.answer(item, line, node_id)
+            if answer:
+                answers.append(answer)
+        if len(raw_answers) > spec.MAX_ANSWERS:
+            self.warning(self.line_of(data, "answers"),
+                         f"{what} has {len(raw_answers)} answers; only 1-9 get a number key")
+        seen: dict[str, int] = {}
+        for answer in answers:
+            key = answer.text.lower()
+            if key in seen:
+                self.warning(answer.src.line,
+                             f"{what} repeats the answer '{answer.text}' (line {seen[key]})")
+            seen.setdefault(key, answer.src.line)
+        return Question(
+            id=node_id,
+            question=self.text(data, "question", what) or Text(""),
+            answers=answers,
+            help=self.text(data, "help", what),
+            source=self.strings(data, "source", what),
+            src=Source(self.file, data.line),
+        )
+
+    def fix(self, node_id: str, data: LMap) -> Fix:
+        what = f"fix '{node_id}'"
+        self.check_keys(data, spec.FIX_KEYS, what)
+        steps = []
+        if "steps" in data and isinstance(data["steps"], LList) and not data["steps"]:
+            self.error(self.line_of(data, "steps"), f"{what} has no steps")
+        for item, line in self.items(data, "steps", f"{what}"):
+            step_what = f"a step of fix '{node_id}'"
+            self.check_keys(item, spec.STEP_KEYS, step_what)
+            do = self.text(item, "do", step_what)
+            code = self.string(item, "code", step_what)
+            lang = self.string(item, "lang", step_what) or "bash"
+            if lang not in spec.LANGS:
+                self.error(self.line_of(item, "lang"),
+                           f"'lang' of {step_what} must be one of {', '.join(spec.LANGS)}")
+            if code is not None and not code.strip():
+                self.error(self.line_of(item, "code"), f"'code' of {step_what} is empty")
+                code = None
+            if do is not None:
+                steps.append(Step(do, code.rstrip("\n") if code else None, lang,
+                                  Source(self.file, line)))
+        refs = []
+        for item, line in self.items(data, "refs", what):
+            self.check_keys(item, spec.REF_KEYS, f"a reference of fix '{node_id}'")
+            title = self.text(item, "title", f"a reference of fix '{node_id}'")
+            if title is not None:
+                refs.append(Reference(title, self.string(item, "url", "a reference"),
+                                      Source(self.file, line)))
+        return Fix(
+            id=node_id,
+            fix=self.text(data, "fix", what) or Text(""),
+            why=self.text(data, "why", what) or Text(""),
+            steps=steps,
+            verify=self.text(data, "verify", what),
+            myth=self.text(data, "myth", what),
+            refs=refs,
+            source=self.strings(data, "source", what),
+            src=Source(self.file, data.line),
+        )
+
+    def node(self, node_id: str, data: Any, line: int) -> Node | None:
+        if not spec.ID_RE.match(node_id):
+            self.error(line, f"node id '{node_id}' must be {spec.KINDS['id']}")
+        if not isinstance(data, LMap):
+            self.error(line, f"node '{node_id}' must be a mapping, not {_type_name(data)}")
+            return None
+        if "question" in data and "fix" in data:
+            self.error(line, f"node '{node_id}' has both 'question' and 'fix'; it must be one")
+            return None
+        if "question" in data:
+            return self.question(node_id, data)
+        if "fix" in data:
+            return self.fix(node_id, data)
+        self.error(line, f"node '{node_id}' needs a 'question' or a 'fix' key")
+        return None
+
+    def tree(self, data: Any) -> Tree | None:
+        if not isinstance(data, LMap):
+            line = getattr(data, "line", 1)
+            self.error(line, f"a tree file must hold a mapping, not {_type_name(data)}")
+            return None
+        self.check_keys(data, spec.TREE_KEYS, "the tree")
+        tree_id = self.ident(data, "id", "the tree")
+        start = self.ident(data, "start", "the tree")
+        nodes: dict[str, Node] = {}
+        raw_nodes = data.get("nodes")
+        if "nodes" in data:
+            if not isinstance(raw_nodes, LMap):
+                self.error(self.line_of(data, "nodes"),
+                           f"'nodes' must be a mapping of node id to node, not {_type_name(raw_nodes)}")
+            else:
+                if not raw_nodes:
+                    self.error(self.line_of(data, "nodes"), "'nodes' is empty")
+                for node_id, node_data in raw_nodes.items():
+                    node = self.node(node_id, node_data, raw_nodes.key_lines[node_id])
+                    if node is not None:
+                        nodes[node_id] = node
+        if tree_id is None:
+            return None
+        return Tree(
+            id=tree_id,
+            title=self.text(data, "title", "the tree") or Text(tree_id),
+            summary=self.text(data, "summary", "the tree") or Text(""),
+            start=start or "",
+            nodes=nodes,
+            tags=self.strings(data, "tags", "the tree"),
+            src=Source(self.file, self.line_of(data, "id")),
+            start_src=Source(self.file, self.line_of(data, "start")),
+        )
+
+
+def _parse_value(text: str) -> spec_scalar:
+    lowered = text.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+spec_scalar = bool | int | float | str
+
+
+def parse_rule(entry: Any, src: Source) -> Rule | str:
+    """Parse `probe.fact OP value`; a string result is the error message."""
+    if not isinstance(entry, str):
+        return f"a rule must be text like 'gpu.max_memory_fraction >= 0.95', not {_type_name(entry)}"
+    match = spec.RULE_RE.match(entry)
+    if not match:
+        return (f"cannot read rule {entry!r}: write 'probe.fact OP value' with OP one of "
+                f"{' '.join(spec.OPS)}")
+    return Rule(match["fact"], match["op"], _parse_value(match["value"]), src)  # type: ignore[arg-type]
+
+
+def load_tree_file(path: Path, shown: str | None = None) -> tuple[Tree | None, list[Problem]]:
+    """Load one tree file; problems are returned, never raised."""
+    shown = shown or str(path)
+    data, problems = read_yaml(path, shown)
+    if problems:
+        return None, problems
+    builder = _Builder(shown)
+    tree = builder.tree(data)
+    return tree, builder.problems

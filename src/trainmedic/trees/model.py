@@ -1,0 +1,153 @@
+"""The tree model: plain dataclasses that remember the file and line they came from.
+
+Front ends, exporters and the walk engine read these; none of them sees YAML.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where an object was written, so every message can say `file:line`."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+class Text(str):
+    """English text that may carry translations (`{en: ..., zh: ...}` in YAML).
+
+    It *is* the English string, so every consumer can treat it as `str`; `in_language`
+    picks a translation where one exists.
+    """
+
+    translations: dict[str, str]
+
+    def __new__(cls, value: str, translations: dict[str, str] | None = None) -> Text:
+        obj = super().__new__(cls, value)
+        obj.translations = dict(translations or {})
+        return obj
+
+    def in_language(self, lang: str) -> str:
+        return self.translations.get(lang, str(self))
+
+
+Op = Literal["==", "!=", "<", "<=", ">", ">=", "contains"]
+Scalar = bool | int | float | str
+
+
+@dataclass(frozen=True)
+class Rule:
+    """`probe.fact OP value`: a declarative condition over one probe fact (never code)."""
+
+    fact: str  # "probe.fact"
+    op: Op
+    value: Scalar
+    src: Source
+
+    @property
+    def probe(self) -> str:
+        return self.fact.split(".", 1)[0]
+
+    @property
+    def fact_name(self) -> str:
+        return self.fact.split(".", 1)[1]
+
+    def __str__(self) -> str:
+        value = str(self.value).lower() if isinstance(self.value, bool) else repr(self.value)
+        if isinstance(self.value, int | float) and not isinstance(self.value, bool):
+            value = str(self.value)
+        return f"{self.fact} {self.op} {value}"
+
+
+@dataclass
+class Answer:
+    text: Text
+    goto: str  # "node", "tree-id" or "tree-id#node"
+    when: list[Rule] = field(default_factory=list)  # all must hold to suggest this answer
+    because: Text | None = None
+    src: Source = Source("", 0)
+
+
+@dataclass
+class Question:
+    id: str
+    question: Text
+    answers: list[Answer]
+    help: Text | None = None
+    source: list[str] = field(default_factory=list)  # provenance: "seed 000 §11.2"
+    src: Source = Source("", 0)
+    kind: Literal["question"] = "question"
+
+    @property
+    def probes(self) -> list[str]:
+        """Probes whose facts any answer's rules read, in first-use order."""
+        seen: dict[str, None] = {}
+        for answer in self.answers:
+            for rule in answer.when:
+                seen.setdefault(rule.probe, None)
+        return list(seen)
+
+
+@dataclass
+class Step:
+    do: Text
+    code: str | None = None
+    lang: str = "bash"
+    src: Source = Source("", 0)
+
+
+@dataclass
+class Reference:
+    title: Text
+    url: str | None = None
+    src: Source = Source("", 0)
+
+
+@dataclass
+class Fix:
+    id: str
+    fix: Text  # the title
+    why: Text
+    steps: list[Step]
+    verify: Text | None = None
+    myth: Text | None = None
+    refs: list[Reference] = field(default_factory=list)
+    source: list[str] = field(default_factory=list)
+    src: Source = Source("", 0)
+    kind: Literal["fix"] = "fix"
+
+    @property
+    def title(self) -> Text:
+        return self.fix
+
+
+Node = Question | Fix
+
+
+@dataclass
+class Tree:
+    id: str
+    title: Text
+    summary: Text
+    start: str
+    nodes: dict[str, Node]
+    tags: list[str] = field(default_factory=list)
+    src: Source = Source("", 0)
+    start_src: Source = Source("", 0)
+
+    @property
+    def file(self) -> str:
+        return self.src.file
+
+    def questions(self) -> list[Question]:
+        return [n for n in self.nodes.values() if isinstance(n, Question)]
+
+    def fixes(self) -> list[Fix]:
+        return [n for n in self.nodes.values() if isinstance(n, Fix)]

@@ -1,0 +1,71 @@
+"""Evaluate a question's probe rules against facts and say which answer they suggest, and why.
+
+Rules are data (`fact OP value`) compared here with plain operators: no tree ever runs code.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+
+from trainmedic.trees.model import Question, Rule
+
+_COMPARE: dict[str, Callable[[object, object], bool]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+    ">": operator.gt, ">=": operator.ge,
+}
+
+
+def evaluate(rule: Rule, facts: Mapping[str, object]) -> bool | None:
+    """True/False, or None when the fact is missing or cannot be compared."""
+    if rule.fact not in facts:
+        return None
+    actual = facts[rule.fact]
+    if actual is None:
+        return None
+    try:
+        if rule.op == "contains":
+            if isinstance(actual, str):
+                return str(rule.value).lower() in actual.lower()
+            if isinstance(actual, list | tuple | set):
+                return rule.value in actual or str(rule.value) in {str(v) for v in actual}
+            return None
+        if isinstance(actual, str) and isinstance(rule.value, str):
+            return _COMPARE[rule.op](actual.lower(), rule.value.lower())
+        return _COMPARE[rule.op](actual, rule.value)
+    except TypeError:
+        return None
+
+
+def _show(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def suggest(
+    question: Question,
+    facts: Mapping[str, object],
+    evidence: Mapping[str, str] | None = None,
+) -> tuple[int | None, list[str]]:
+    """The first answer whose rules all hold, and the evidence lines behind it.
+
+    `evidence` maps a fact (`gpu.max_memory_fraction`) to a human line from its probe
+    ("GPU 3: 79.4 of 80.0 GiB used"); without one the fact's value is shown.
+    """
+    for index, answer in enumerate(question.answers):
+        if not answer.when:
+            continue
+        results = [evaluate(rule, facts) for rule in answer.when]
+        if all(r is True for r in results):
+            lines = []
+            for rule in answer.when:
+                human = (evidence or {}).get(rule.fact)
+                lines.append(f"{rule.fact} = {_show(facts[rule.fact])} ({rule.op} "
+                             f"{_show(rule.value)})" + (f": {human}" if human else ""))
+            if answer.because:
+                lines.append(str(answer.because))
+            return index, lines
+    return None, []

@@ -1,0 +1,130 @@
+"""Read a YAML file into plain data that remembers line numbers, refusing anything dangerous.
+
+`yaml.compose` builds only a node graph (no Python objects), and we convert it ourselves: that
+keeps safe_load-level safety, gives every key and list item its line, rejects anchors/aliases
+(so an alias bomb costs nothing), and catches duplicate keys, which PyYAML silently overwrites.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from trainmedic.trees.problems import Problem
+
+MAX_BYTES = 2 * 1024 * 1024  # the largest built-in tree is well under 200 KB
+
+try:  # the C parser is ~10x faster; fall back where libyaml is missing
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.SafeLoader
+
+
+class LMap(dict):
+    """A mapping with the line of the mapping itself and of each key."""
+
+    line: int
+    key_lines: dict[str, int]
+
+
+class LList(list):
+    """A list with the line of the list and of each item."""
+
+    line: int
+    item_lines: list[int]
+
+
+class YamlError(Exception):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
+        self.message = message
+
+
+_SCALARS = yaml.constructor.SafeConstructor()
+
+
+def _convert(node: yaml.Node, seen: set[int]) -> Any:
+    if id(node) in seen:
+        raise YamlError(node.start_mark.line + 1, "anchors and aliases are not supported in trees")
+    seen.add(id(node))
+    line = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out = LMap()
+        out.line = line
+        out.key_lines = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise YamlError(key_node.start_mark.line + 1, "merge keys (<<) are not supported")
+            key = _convert(key_node, seen)
+            key_line = key_node.start_mark.line + 1
+            if not isinstance(key, str):
+                raise YamlError(key_line, f"keys must be strings, not {type(key).__name__}")
+            if key in out:
+                raise YamlError(
+                    key_line, f"duplicate key '{key}' (first at line {out.key_lines[key]})"
+                )
+            out[key] = _convert(value_node, seen)
+            out.key_lines[key] = key_line
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        items = LList()
+        items.line = line
+        items.item_lines = []
+        for item in node.value:
+            items.append(_convert(item, seen))
+            items.item_lines.append(item.start_mark.line + 1)
+        return items
+    if node.tag.startswith("tag:yaml.org,2002:") and node.tag.rsplit(":", 1)[1] in {
+        "str", "int", "float", "bool", "null",
+    }:
+        return _SCALARS.construct_object(node)
+    if node.tag.startswith("tag:yaml.org,2002:"):
+        return node.value  # timestamps and the like stay text; the loader checks types
+    raise YamlError(line, f"tag {node.tag} is not allowed in trees")
+
+
+def read_yaml(path: Path, shown: str) -> tuple[Any, list[Problem]]:
+    """Parse one file; on failure return (None, [one problem]) and never raise."""
+
+    def fail(line: int, message: str) -> tuple[None, list[Problem]]:
+        return None, [Problem(shown, line, "error", message)]
+
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            return fail(1, f"file is {size / 1e6:.1f} MB; a tree file may be at most "
+                           f"{MAX_BYTES // (1024 * 1024)} MB")
+        data = path.read_bytes()
+    except OSError as exc:
+        return fail(1, f"cannot read: {exc.strerror or exc}")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        return fail(line, f"not UTF-8: byte 0x{data[exc.start]:02x} cannot be decoded")
+    if not text.strip():
+        return fail(1, "file is empty")
+    try:
+        node = yaml.compose(text, Loader=_Loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        problem = exc.problem or "invalid YAML"
+        if "\t" in problem or "'\\t'" in problem or "tab" in problem:
+            problem += " (YAML indentation must use spaces, not tabs)"
+        return fail(line, f"YAML syntax: {problem}")
+    except yaml.YAMLError as exc:
+        return fail(1, f"YAML syntax: {str(exc).splitlines()[0]}")
+    except RecursionError:
+        return fail(1, "YAML nesting is too deep")
+    if node is None:
+        return fail(1, "file holds no YAML document")
+    try:
+        return _convert(node, set()), []
+    except YamlError as exc:
+        return fail(exc.line, exc.message)
+    except RecursionError:
+        return fail(1, "YAML nesting is too deep")
