@@ -1,0 +1,103 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from trainmedic.errors import UsageError
+from trainmedic.probes.base import ProbeResult
+from trainmedic.trees import Ref
+from trainmedic.walk import WalkSession
+
+
+def test_walk_to_fix_records_path(forest):
+    s = WalkSession(forest, "mem")
+    assert s.current == Ref("mem", "when") and not s.finished
+    s.answer(0)
+    assert s.current == Ref("mem", "shrink")
+    s.answer(1)
+    assert s.current == Ref("mem", "recompute") and s.finished
+    assert [str(r) for r in s.path()] == ["mem#when", "mem#shrink", "mem#recompute"]
+    step = s.steps[0]
+    assert (step.answer, step.answer_text, step.goto) == (0, "At the first iteration", "mem#shrink")
+
+
+def test_back_and_restart(forest):
+    s = WalkSession(forest, "mem")
+    assert s.back() is False
+    s.answer(0)
+    s.answer(0)
+    assert s.back() is True
+    assert s.current == Ref("mem", "shrink") and len(s.steps) == 1
+    s.restart()
+    assert s.current == Ref("mem", "when") and s.steps == [] and s.stack == []
+
+
+def test_cross_tree_link_pushes_and_returns(forest):
+    s = WalkSession(forest, "mem")
+    s.answer(3)
+    assert s.current == Ref("hang", "stuck")
+    assert s.stack == ["mem#when"]
+    s.answer(1)
+    assert s.current == Ref("hang", "collective")
+    assert s.return_from_link() is True
+    assert s.current == Ref("mem", "when") and s.stack == [] and s.steps == []
+    s.answer(3)
+    assert s.back() is True
+    assert s.stack == [] and s.current == Ref("mem", "when")
+
+
+def test_out_of_range_names_node(forest):
+    s = WalkSession(forest, "mem")
+    with pytest.raises(UsageError, match=r"answer 7 is out of range at mem#when \(1-4\)"):
+        s.answer(6)
+
+
+def test_probe_suggestion_recorded_as_evidence(forest):
+    s = WalkSession(forest, "mem")
+    s.attach_probes([ProbeResult("gpu", "warn", "GPU 3 nearly full",
+                                 facts={"max_memory_fraction": 0.99},
+                                 evidence={"max_memory_fraction": "GPU 3: 79.4 of 80.0 GiB used"})])
+    index, lines = s.suggestion()
+    assert index == 2
+    assert any("GPU 3: 79.4 of 80.0 GiB used" in line for line in lines)
+    s.answer(2)
+    assert s.steps[0].suggested == 2 and s.steps[0].evidence == lines
+
+
+def test_round_trip_through_json(forest):
+    s = WalkSession(forest, "mem")
+    s.attach_probes([ProbeResult("env", "ok", "fine", facts={"nccl_debug": "INFO"})])
+    s.answer(3)
+    data = json.loads(json.dumps(s.to_dict()))
+    assert set(data) == {"version", "id", "tree", "started", "updated", "current", "finished",
+                         "steps", "stack", "probes", "triage", "launch_command", "notes"}
+    assert set(data["steps"][0]) == {"node", "question", "answer", "answer_text", "goto",
+                                     "suggested", "evidence", "time"}
+    back = WalkSession.from_dict(forest, data)
+    assert back.to_dict() == data
+    assert back.back() and back.current == Ref("mem", "when") and back.stack == []
+
+
+def test_from_dict_rejects_data_that_no_longer_fits(forest):
+    s = WalkSession(forest, "mem")
+    s.answer(0)
+    data = s.to_dict()
+    data["steps"][0]["node"] = "mem#gone"
+    with pytest.raises(UsageError, match="no node 'gone'"):
+        WalkSession.from_dict(forest, data)
+    data = s.to_dict()
+    data["version"] = 9
+    with pytest.raises(UsageError, match="unsupported version"):
+        WalkSession.from_dict(forest, data)
+    data = s.to_dict()
+    del data["current"]
+    with pytest.raises(UsageError, match="malformed"):
+        WalkSession.from_dict(forest, data)
+
+
+def test_start_at_node(forest):
+    s = WalkSession(forest, "hang#collective")
+    assert s.finished and s.fix is not None and s.fix.id == "collective"
+    with pytest.raises(UsageError):
+        s.answer(0)
