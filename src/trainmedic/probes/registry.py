@@ -1,8 +1,190 @@
-"""The probe registry (filled in by the probes work; lint reads `declared_facts`)."""
+"""Every probe, declared as data: name, one-line description, timeout and typed facts.
+
+Tree lint checks rule facts against `declared_facts()`, so this module stays cheap: it imports
+no probe code and runs nothing. A probe's code is imported only when the probe runs.
+"""
 
 from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from trainmedic.probes.base import Budget, ProbeResult
+
+FACT_TYPES = ("int", "float", "bool", "str", "list")
+
+
+@dataclass(frozen=True)
+class ProbeSpec:
+    name: str
+    description: str
+    timeout: float  # seconds; the runner may override it (tests, --timeout)
+    facts: dict[str, str]  # fact name -> type name among FACT_TYPES
+    module: str = ""  # trainmedic.probes.<module>.probe(budget) does the work
+    func: Callable[[Budget], ProbeResult] | None = field(default=None, compare=False)
+
+    def load(self) -> Callable[[Budget], ProbeResult]:
+        if self.func is not None:
+            return self.func
+        return importlib.import_module(f"trainmedic.probes.{self.module}").probe
+
+
+_GPU_FACTS = {
+    "count": "int",
+    "expected": "int",
+    "missing": "int",
+    "max_memory_fraction": "float",
+    "max_memory_used_mib": "float",
+    "min_memory_total_mib": "float",
+    "ecc_uncorrected": "int",
+    "max_temperature_c": "float",
+    "throttled": "bool",
+    "remap_pending": "bool",
+    "reset_required": "bool",
+    "mig_enabled": "bool",
+    "driver_ok": "bool",
+    "driver_version": "str",
+    "wedged": "int",
+    "models": "list",
+    "throttle_reasons": "list",
+}
+
+PROBES: dict[str, ProbeSpec] = {
+    spec.name: spec
+    for spec in (
+        ProbeSpec(
+            "gpu",
+            "nvidia-smi per-GPU memory, ECC, temperature, throttling, MIG; -q -x for row remapping",
+            10.0,
+            _GPU_FACTS,
+            "gpu",
+        ),
+        ProbeSpec(
+            "gpu-processes",
+            "compute processes holding GPU memory (a leftover process is a classic OOM cause)",
+            8.0,
+            {
+                "count": "int",
+                "max_per_gpu": "int",
+                "total_memory_mib": "float",
+                "pids": "list",
+            },
+            "gpu_processes",
+        ),
+        ProbeSpec(
+            "topology",
+            "nvidia-smi topo -m: NVLink, GPU pairs through the CPU, NIC affinity",
+            8.0,
+            {
+                "gpu_count": "int",
+                "nvlink": "bool",
+                "pairs_via_cpu": "int",
+                "pairs_via_pcie_switch": "int",
+                "min_nvlinks": "int",
+                "nics": "list",
+                "gpus_without_near_nic": "int",
+            },
+            "topology",
+        ),
+        ProbeSpec(
+            "env",
+            "environment variables that matter to NCCL/PyTorch/Megatron, with myths and leftovers",
+            2.0,
+            {
+                "myth_vars": "list",
+                "myth_count": "int",
+                "launch_blocking": "bool",
+                "max_connections_one": "bool",
+                "nccl_debug": "str",
+                "socket_ifname_set": "bool",
+                "ib_disabled": "bool",
+                "master_addr_set": "bool",
+                "expandable_segments": "bool",
+                "async_error_handling": "bool",
+                "trace_buffer_set": "bool",
+                "deprecated_vars": "list",
+                "distributed_debug": "str",
+                "p2p_disabled": "bool",
+                "finding_count": "int",
+                "findings": "list",
+            },
+            "env",
+        ),
+        ProbeSpec(
+            "versions",
+            "Python, torch (+CUDA, NCCL), TE, flash-attn, apex, Megatron-Core, DeepSpeed, driver",
+            5.0,
+            {
+                "python": "str",
+                "torch": "str",
+                "torch_cuda": "str",
+                "nccl": "str",
+                "transformer_engine": "str",
+                "flash_attn": "str",
+                "apex": "str",
+                "megatron_core": "str",
+                "deepspeed": "str",
+                "accelerate": "str",
+                "transformers": "str",
+                "driver": "str",
+                "driver_too_old": "bool",
+            },
+            "versions",
+        ),
+        ProbeSpec(
+            "kernel-xid",
+            "NVRM Xid errors and fallen-off-the-bus lines in the kernel log, with what to do",
+            6.0,
+            {
+                "count": "int",
+                "codes": "list",
+                "fatal": "bool",
+                "fallen_off_bus": "bool",
+                "ecc": "bool",
+                "sxid_count": "int",
+            },
+            "kernel_xid",
+        ),
+        ProbeSpec(
+            "infiniband",
+            "ibstat (or ibv_devinfo): InfiniBand/RoCE port states and rates",
+            6.0,
+            {
+                "ports": "int",
+                "ports_down": "int",
+                "ib_ports_down": "int",
+                "min_rate_gbps": "float",
+                "down_ports": "list",
+            },
+            "infiniband",
+        ),
+        ProbeSpec(
+            "rendezvous",
+            "does MASTER_ADDR resolve, does MASTER_PORT answer, is the port taken on this node",
+            5.0,
+            {
+                "master_addr_resolves": "bool",
+                "master_port_open": "bool",
+                "port_in_use_locally": "bool",
+                "master_is_local": "bool",
+                "port": "int",
+            },
+            "rendezvous",
+        ),
+    )
+}
+
+
+def probe_names() -> list[str]:
+    return list(PROBES)
+
+
+def get_probe(name: str) -> ProbeSpec:
+    """The spec of probe `name`; KeyError when there is none."""
+    return PROBES[name]
 
 
 def declared_facts() -> dict[str, dict[str, str]]:
     """probe name -> {fact name -> type name}; cheap to call, runs nothing."""
-    return {}
+    return {name: dict(spec.facts) for name, spec in PROBES.items()}

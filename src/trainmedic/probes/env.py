@@ -1,0 +1,204 @@
+"""The `env` probe: the environment that NCCL, PyTorch and Megatron read, and what is wrong in it.
+
+Incidents often trace back to a variable: a debugging switch left on (CUDA_LAUNCH_BLOCKING=1
+serialises every kernel), a variable no library reads (NCCL_TIMEOUT), a deprecated name, or two
+spellings that disagree. Values are shown redacted: secrets never leave this probe.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.redact import is_secret_name, redact_env
+
+NAME = "env"
+PREFIXES = (
+    "NCCL_",
+    "TORCH_NCCL_",
+    "TORCH_FR_",
+    "TORCH_DISTRIBUTED",
+    "TORCHELASTIC_",
+    "CUDA_",
+    "NVTE_",
+    "SLURM_",
+    "PYTORCH_",
+    "UCX_",
+    "FI_",
+    "NVIDIA_",
+    "MEGATRON_",
+    "DEEPSPEED_",
+    "ACCELERATE_",
+)
+NAMES = {
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANK",
+    "WORLD_SIZE",
+    "LOCAL_RANK",
+    "LOCAL_WORLD_SIZE",
+    "NODE_RANK",
+    "GROUP_RANK",
+    "OMP_NUM_THREADS",
+    "TORCH_SHOW_CPP_STACKTRACES",
+    "TORCH_CPP_LOG_LEVEL",
+    "TORCH_LOGS",
+    "HF_HOME",
+    "TRANSFORMERS_CACHE",
+}
+# Variables that circulate in scripts and tutorials but that no library reads.
+MYTHS = {
+    "NCCL_TIMEOUT": "NCCL and PyTorch read no NCCL_TIMEOUT: set the collective timeout with "
+    "init_process_group(timeout=...) (HF: ddp_timeout); IB waits are NCCL_IB_TIMEOUT",
+}
+DEPRECATED = {
+    "NCCL_ASYNC_ERROR_HANDLING": "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    "NCCL_BLOCKING_WAIT": "TORCH_NCCL_BLOCKING_WAIT",
+    "NCCL_DESYNC_DEBUG": "TORCH_NCCL_DESYNC_DEBUG",
+    "NCCL_IB_GDR_LEVEL": "NCCL_NET_GDR_LEVEL",
+}
+
+
+def relevant(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in sorted(env.items()) if k in NAMES or k.startswith(PREFIXES)}
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _positive(value: str | None) -> bool:
+    try:
+        return int((value or "0").strip()) > 0
+    except ValueError:
+        return False
+
+
+def examine(env: Mapping[str, str]) -> ProbeResult:
+    """Facts and findings for an environment mapping (os.environ in production)."""
+    findings: dict[str, str] = {}  # fact or variable -> human line
+    myths = sorted(name for name in MYTHS if name in env)
+    for name in myths:
+        findings[name] = f"{name} is set but has no effect: {MYTHS[name]}"
+    deprecated = sorted(name for name in DEPRECATED if name in env)
+    for name in deprecated:
+        new = DEPRECATED[name]
+        extra = (
+            f" (both set and they differ: {env[name]} vs {env[new]})"
+            if new in env and env[new] != env[name]
+            else ""
+        )
+        findings[name] = f"{name} is a deprecated name: use {new}{extra}"
+
+    launch_blocking = _truthy(env.get("CUDA_LAUNCH_BLOCKING"))
+    if launch_blocking:
+        findings["launch_blocking"] = (
+            "CUDA_LAUNCH_BLOCKING=1 serialises every kernel launch: several times slower and it "
+            "changes hang behaviour; keep it for locating a device-side assert only"
+        )
+    nccl_debug = env.get("NCCL_DEBUG", "").strip().upper()
+    if nccl_debug in {"INFO", "TRACE"}:
+        findings["nccl_debug"] = (
+            f"NCCL_DEBUG={nccl_debug}: right while debugging, very verbose in production"
+            + (" (TRACE also slows collectives)" if nccl_debug == "TRACE" else "")
+        )
+    distributed_debug = env.get("TORCH_DISTRIBUTED_DEBUG", "").strip().upper()
+    if distributed_debug == "DETAIL":
+        findings["distributed_debug"] = (
+            "TORCH_DISTRIBUTED_DEBUG=DETAIL checks every collective (and turns on desync "
+            "debug): good for finding a mismatch, costly in production"
+        )
+    ib_disabled = _truthy(env.get("NCCL_IB_DISABLE"))
+    if ib_disabled:
+        findings["ib_disabled"] = (
+            "NCCL_IB_DISABLE=1: inter-node traffic falls back to TCP sockets (diagnostic only)"
+            + ("; NCCL_IB_HCA is also set and is ignored" if "NCCL_IB_HCA" in env else "")
+        )
+    p2p_disabled = _truthy(env.get("NCCL_P2P_DISABLE"))
+    if p2p_disabled:
+        findings["p2p_disabled"] = (
+            "NCCL_P2P_DISABLE=1: no NVLink/PCIe peer-to-peer inside the node (slow)"
+        )
+    old_alloc, new_alloc = env.get("PYTORCH_CUDA_ALLOC_CONF"), env.get("PYTORCH_ALLOC_CONF")
+    if old_alloc is not None and new_alloc is not None and old_alloc != new_alloc:
+        findings["alloc_conf"] = (
+            f"PYTORCH_CUDA_ALLOC_CONF={old_alloc} and PYTORCH_ALLOC_CONF={new_alloc} disagree; "
+            "newer PyTorch reads PYTORCH_ALLOC_CONF first"
+        )
+    alloc = f"{new_alloc or ''},{old_alloc or ''}".replace(" ", "").lower()
+    expandable = "expandable_segments:true" in alloc
+    async_value = env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", env.get("NCCL_ASYNC_ERROR_HANDLING"))
+    async_handling = (async_value or "3").strip() != "0"
+    if not async_handling:
+        findings["async_error_handling"] = (
+            "TORCH_NCCL_ASYNC_ERROR_HANDLING=0: a timed-out collective is not aborted, the job "
+            "hangs instead of failing"
+        )
+    trace_buffer = _positive(env.get("TORCH_NCCL_TRACE_BUFFER_SIZE")) or _positive(
+        env.get("TORCH_FR_BUFFER_SIZE")
+    )
+    max_connections = env.get("CUDA_DEVICE_MAX_CONNECTIONS", "").strip()
+
+    facts: dict[str, object] = {
+        "myth_vars": myths,
+        "myth_count": len(myths),
+        "launch_blocking": launch_blocking,
+        "max_connections_one": max_connections == "1",
+        "nccl_debug": nccl_debug,
+        "socket_ifname_set": bool(env.get("NCCL_SOCKET_IFNAME", "").strip()),
+        "ib_disabled": ib_disabled,
+        "master_addr_set": bool(env.get("MASTER_ADDR", "").strip()),
+        "expandable_segments": expandable,
+        "async_error_handling": async_handling,
+        "trace_buffer_set": trace_buffer,
+        "deprecated_vars": deprecated,
+        "distributed_debug": distributed_debug,
+        "p2p_disabled": p2p_disabled,
+        "finding_count": len(findings),
+        "findings": list(findings.values()),
+    }
+    shown = redact_env(relevant(env))
+    evidence = {
+        "myth_vars": "; ".join(findings[n] for n in myths) or "no myth variable set",
+        "deprecated_vars": "; ".join(findings[n] for n in deprecated) or "no deprecated name",
+        "max_connections_one": f"CUDA_DEVICE_MAX_CONNECTIONS={max_connections or '(unset)'}"
+        " (Megatron needs 1 with tensor parallel + sequence parallel overlap)",
+        "trace_buffer_set": "TORCH_NCCL_TRACE_BUFFER_SIZE="
+        f"{env.get('TORCH_NCCL_TRACE_BUFFER_SIZE', '(unset)')}: Flight Recorder "
+        + ("on" if trace_buffer else "off; set 2000 to see which collective hung"),
+        "expandable_segments": "PYTORCH_CUDA_ALLOC_CONF="
+        f"{shown.get('PYTORCH_CUDA_ALLOC_CONF', '(unset)')}",
+        "socket_ifname_set": f"NCCL_SOCKET_IFNAME={shown.get('NCCL_SOCKET_IFNAME', '(unset)')}",
+        "master_addr_set": f"MASTER_ADDR={shown.get('MASTER_ADDR', '(unset)')}",
+    }
+    for key in (
+        "launch_blocking",
+        "nccl_debug",
+        "distributed_debug",
+        "ib_disabled",
+        "p2p_disabled",
+        "async_error_handling",
+    ):
+        if key in findings:
+            evidence[key] = findings[key]
+    secrets = sum(1 for k in env if is_secret_name(k))
+    raw = "\n".join(f"{k}={v}" for k, v in shown.items())
+    if secrets:
+        raw += f"\n# {secrets} secret-named variable(s) present, values not shown"
+    if findings:
+        first = next(iter(findings.values()))
+        summary = f"{len(findings)} finding(s): {first}" + (" ..." if len(findings) > 1 else "")
+        return ProbeResult(NAME, "warn", summary, facts, raw, evidence=evidence)
+    return ProbeResult(
+        NAME,
+        "ok",
+        f"{len(shown)} relevant variable(s), nothing suspicious",
+        facts,
+        raw,
+        evidence=evidence,
+    )
+
+
+def probe(budget: Budget) -> ProbeResult:
+    return examine(dict(os.environ))

@@ -1,0 +1,120 @@
+"""Run probes concurrently, each under its own time limit, and never raise.
+
+Each probe runs in a daemon thread: a probe stuck in a system call (DNS, a wedged driver) cannot
+hold the caller, and a daemon thread does not keep the interpreter alive at exit. The runner
+waits for each probe only until its own deadline, so the whole set finishes within the slowest
+single timeout however many hang.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterable, Sequence
+
+from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.registry import PROBES, ProbeSpec
+from trainmedic.redact import redact_text
+
+TIMEOUT_ENV = "TRAINMEDIC_PROBE_TIMEOUT"
+GRACE_S = 0.3  # time allowed past the budget for a probe to write up its own timeout
+
+
+def _timeout_override(timeout: float | None) -> float | None:
+    if timeout is not None:
+        return timeout
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def _scrub(result: ProbeResult) -> ProbeResult:
+    result.raw = redact_text(result.raw)
+    result.summary = redact_text(result.summary)
+    result.evidence = {k: redact_text(v) for k, v in result.evidence.items()}
+    return result
+
+
+class _Slot:
+    def __init__(self, spec: ProbeSpec, timeout: float) -> None:
+        self.spec = spec
+        self.timeout = timeout
+        self.result: ProbeResult | None = None
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._work, name=f"probe-{spec.name}", daemon=True)
+
+    def _work(self) -> None:
+        start = time.monotonic()
+        try:
+            result = self.spec.load()(Budget(self.timeout))
+            if not isinstance(result, ProbeResult):
+                raise TypeError(f"returned {type(result).__name__}, not ProbeResult")
+        except Exception as exc:  # a probe bug must not take the others down
+            result = ProbeResult(
+                self.spec.name, "fail", f"probe crashed: {type(exc).__name__}: {exc}"
+            )
+        result.duration_s = time.monotonic() - start
+        self.result = result
+
+
+def run_specs(specs: Sequence[ProbeSpec], *, timeout: float | None = None) -> list[ProbeResult]:
+    """Run the given specs concurrently; results in the order given."""
+    override = _timeout_override(timeout)
+    slots = [_Slot(spec, override or spec.timeout) for spec in specs]
+    for slot in slots:
+        slot.thread.start()
+    results: list[ProbeResult] = []
+    for slot in slots:
+        deadline = slot.started + slot.timeout + GRACE_S
+        slot.thread.join(max(0.0, deadline - time.monotonic()))
+        result = slot.result
+        if result is None:  # still running: abandon the daemon thread
+            result = ProbeResult(
+                slot.spec.name,
+                "unavailable",
+                f"timed out after {slot.timeout:g}s",
+                duration_s=time.monotonic() - slot.started,
+            )
+        results.append(_scrub(result))
+    return results
+
+
+def run_probes(
+    names: Iterable[str] | None = None, *, timeout: float | None = None
+) -> list[ProbeResult]:
+    """Run the named probes (all when None); unknown names come back `unavailable`."""
+    chosen = list(PROBES) if names is None else list(names)
+    specs: list[ProbeSpec] = []
+    for name in chosen:
+        spec = PROBES.get(name)
+        if spec is None:
+            spec = ProbeSpec(name, "unknown probe", 1.0, {}, func=_unknown(name))
+        specs.append(spec)
+    return run_specs(specs, timeout=timeout)
+
+
+def _unknown(name: str):
+    def probe(_budget: Budget) -> ProbeResult:
+        return ProbeResult(name, "unavailable", f"no probe named {name!r}")
+
+    return probe
+
+
+def facts_of(results: Iterable[ProbeResult]) -> dict[str, object]:
+    """Facts keyed `<probe>.<fact>` as tree rules name them."""
+    return {f"{r.name}.{fact}": value for r in results for fact, value in r.facts.items()}
+
+
+def evidence_of(results: Iterable[ProbeResult]) -> dict[str, str]:
+    """Evidence lines keyed `<probe>.<fact>`; facts without a line fall back to the summary."""
+    lines: dict[str, str] = {}
+    for r in results:
+        for fact in r.facts:
+            lines[f"{r.name}.{fact}"] = r.evidence.get(fact) or f"{r.name}: {r.summary}"
+    return lines

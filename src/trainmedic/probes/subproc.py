@@ -1,0 +1,109 @@
+"""Run one external program safely: argument list, own session, hard timeout, no exceptions.
+
+During an incident nvidia-smi can hang for minutes (a GPU fell off the bus) and dmesg can be
+forbidden; the probe must still come back with a reason. The child runs in its own session so
+the whole process group is killed at the timeout, and every failure becomes a `CmdResult`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MAX_OUTPUT_CHARS = 2_000_000  # nvidia-smi -q -x on 8 GPUs is ~300 KB; anything beyond is junk
+
+
+@dataclass
+class CmdResult:
+    argv: list[str]
+    returncode: int | None  # None when the program did not run to completion
+    stdout: str = ""
+    stderr: str = ""
+    error: str = ""  # why it did not run or did not finish: "not found", "timed out after 5s"...
+    duration_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and self.returncode == 0
+
+    @property
+    def timed_out(self) -> bool:
+        return "timed out" in self.error
+
+    def first_error_line(self) -> str:
+        """The most telling line for a summary: the error, else stderr, else stdout."""
+        for text in (self.error, self.stderr, self.stdout):
+            for line in text.splitlines():
+                if line.strip():
+                    return line.strip()
+        return f"exit status {self.returncode}"
+
+    def combined(self) -> str:
+        return "\n".join(part for part in (self.stdout, self.stderr) if part)
+
+
+def _decode(data: bytes | None) -> str:
+    if not data:
+        return ""
+    return data[:MAX_OUTPUT_CHARS].decode("utf-8", errors="replace")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        with contextlib.suppress(OSError):
+            proc.kill()
+
+
+def run_cmd(argv: Sequence[str], timeout: float) -> CmdResult:
+    """Run `argv` (never through a shell) for at most `timeout` seconds."""
+    args = [str(a) for a in argv]
+    start = time.monotonic()
+    if timeout <= 0:
+        return CmdResult(args, None, error="timed out before it could start")
+    exe = shutil.which(args[0])
+    if exe is None:
+        return CmdResult(args, None, error=f"{args[0]}: not found on PATH")
+    env = dict(os.environ, LC_ALL="C", LANG="C")
+    try:
+        proc = subprocess.Popen(
+            [exe, *args[1:]],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=env,
+        )
+    except PermissionError:
+        return CmdResult(args, None, error=f"{args[0]}: permission denied")
+    except OSError as exc:
+        return CmdResult(args, None, error=f"{args[0]}: {exc.strerror or exc}")
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        out = err = b""
+        # A process stuck in the kernel (D state) cannot die at once: do not wait for it.
+        with contextlib.suppress(subprocess.TimeoutExpired, OSError, ValueError):
+            out, err = proc.communicate(timeout=0.5)
+        return CmdResult(
+            args,
+            None,
+            _decode(out),
+            _decode(err),
+            error=f"{args[0]}: timed out after {timeout:.3g}s",
+            duration_s=time.monotonic() - start,
+        )
+    except OSError as exc:
+        _kill_group(proc)
+        return CmdResult(args, None, error=f"{args[0]}: {exc}")
+    return CmdResult(
+        args, proc.returncode, _decode(out), _decode(err), duration_s=time.monotonic() - start
+    )

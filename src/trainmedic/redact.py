@@ -1,0 +1,67 @@
+"""Remove secrets from text before it is printed, saved or sent anywhere.
+
+Probe output, incident reports and triage excerpts end up in tickets and chat rooms; an HF token
+or a password in a rendezvous URL must never travel with them. Redaction is pattern based:
+values of secret-named variables, credentials in URLs, bearer tokens and well-known token shapes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+REDACTED = "<redacted>"
+
+_SECRET_WORDS = re.compile(
+    r"TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|AUTH|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY"
+    r"|(?:^|[_.-])KEY(?:$|[_.-])|(?:^|[_.-])PWD(?:$|[_.-])|COOKIE|SESSION_?ID",
+    re.IGNORECASE,
+)
+# Names that contain a secret word but hold nothing secret (tokenizer settings are everywhere
+# in training environments).
+_NOT_SECRET = re.compile(r"TOKENIZER|AUTHOR", re.IGNORECASE)
+
+_URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s:@]+:[^/\s@]+@")
+_BEARER = re.compile(r"(?i)\b(bearer|token|basic)\s+[A-Za-z0-9._~+/=\-]{8,}")
+_TOKEN_SHAPES = re.compile(
+    r"\bhf_[A-Za-z0-9]{20,}"
+    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"
+    r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
+    r"|\bsk-[A-Za-z0-9_\-]{20,}"
+    r"|\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"
+    r"|\bxox[abprs]-[A-Za-z0-9\-]{10,}"
+    r"|\bglpat-[A-Za-z0-9_\-]{20,}"
+    r"|\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"
+)
+_ASSIGNMENT = re.compile(
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;}]+)"
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """True when a variable or key name says it holds a secret (HF_TOKEN, WANDB_API_KEY...)."""
+    return bool(_SECRET_WORDS.search(name)) and not _NOT_SECRET.search(name)
+
+
+def _assignment(match: re.Match[str]) -> str:
+    if not is_secret_name(match["name"]) or match["value"] == REDACTED:
+        return match[0]
+    return f"{match['name']}{match['sep']}{REDACTED}"
+
+
+def redact_text(text: str) -> str:
+    """Return `text` with credentials replaced by `<redacted>`."""
+    if not text:
+        return text
+    text = _URL_CREDENTIALS.sub(lambda m: f"{m['scheme']}{REDACTED}@", text)
+    text = _BEARER.sub(lambda m: f"{m[1]} {REDACTED}", text)
+    text = _TOKEN_SHAPES.sub(REDACTED, text)
+    return _ASSIGNMENT.sub(_assignment, text)
+
+
+def redact_env(mapping: Mapping[str, str]) -> dict[str, str]:
+    """A copy of an environment with secret-named values hidden and others scrubbed."""
+    return {
+        name: REDACTED if is_secret_name(name) else redact_text(str(value))
+        for name, value in mapping.items()
+    }
