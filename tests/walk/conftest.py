@@ -21,3 +21,12 @@ def forest():
     loaded = load_forest([FIXTURES], builtin=False)
     assert not loaded.errors, loaded.errors
     return loaded
+
+
+@pytest.fixture
+def no_builtin(tmp_path, monkeypatch):
+    """The CLI with only the fixture trees: built-in knowledge changes must not move these tests."""
+    empty = tmp_path / "no-builtin"
+    empty.mkdir()
+    monkeypatch.setattr("trainmedic.trees.forest.builtin_tree_dir", lambda: empty)
+    return ["--trees", str(FIXTURES)]

@@ -1,0 +1,202 @@
+"""The walk without a TUI: numbered prompts on stdin/stdout, and the non-interactive `--answers`.
+
+For a dumb terminal, a serial console or a pipe. It drives the same `WalkSession` as the app and
+saves the walk after every step. Rich does the formatting and honours NO_COLOR and non-tty
+output by itself; every piece of tree text is printed as plain `Text`, never as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import IO, Any
+
+from trainmedic.errors import UsageError
+from trainmedic.trees.model import Fix, Question
+from trainmedic.walk import WalkSession
+
+Saver = Callable[[dict[str, Any]], object]
+ProbeRunner = Callable[[list[str]], list[Any]]
+
+
+def make_console(file: IO[str]):
+    from rich.console import Console
+
+    return Console(file=file, highlight=False, soft_wrap=True, emoji=False)
+
+
+def load_probe_runner() -> ProbeRunner | None:
+    """`trainmedic.probes.runner.run_probes`, or None while the probes are not there."""
+    try:
+        from trainmedic.probes.runner import run_probes
+    except ImportError:
+        return None
+    return run_probes
+
+
+def default_saver(data: dict[str, Any]) -> object:
+    from trainmedic.state import save_walk
+
+    try:
+        return save_walk(data)
+    except OSError:  # a read-only home must not end the walk
+        return None
+
+
+def print_breadcrumb(console, session: WalkSession) -> None:
+    from rich.text import Text
+
+    crumbs = " › ".join(str(ref) for ref in session.path())
+    console.print(Text(crumbs, style="dim"))
+
+
+def print_question(console, session: WalkSession, suggested: int | None,
+                   evidence: list[str]) -> None:
+    from rich.text import Text
+
+    question = session.question
+    assert question is not None
+    console.print()
+    print_breadcrumb(console, session)
+    console.print(Text(str(question.question), style="bold"))
+    if question.help:
+        for line in str(question.help).rstrip().splitlines():
+            console.print(Text("  " + line, style="italic"))
+    for i, answer in enumerate(question.answers):
+        line = Text(f"  {i + 1}. ", style="bold")
+        line.append(str(answer.text))
+        if i == suggested:
+            line.append("  (suggested)", style="bold green")
+        console.print(line)
+    for item in evidence:
+        console.print(Text(f"     evidence: {item}", style="green"))
+
+
+def print_fix(console, fix: Fix, ref: str) -> None:
+    """A fix as copyable text: commands are indented, never boxed, so they paste cleanly."""
+    from rich.text import Text
+
+    console.print(Text(f"Fix: {fix.fix}", style="bold green") + Text(f"  ({ref})", style="dim"))
+    console.print(Text(f"Why: {fix.why}"))
+    for i, step in enumerate(fix.steps, start=1):
+        console.print(Text(f"{i}. {step.do}"))
+        if step.code:
+            for line in step.code.rstrip().splitlines():
+                console.print(Text("     " + line, style="cyan"))
+    if fix.verify:
+        console.print(Text(f"Verify: {fix.verify}"))
+    if fix.myth:
+        console.print(Text(f"Myth: {fix.myth}", style="yellow"))
+    for r in fix.refs:
+        console.print(Text(f"See: {r.title}" + (f" <{r.url}>" if r.url else "")))
+
+
+def refresh_probes(session: WalkSession, runner: ProbeRunner | None, asked: set[str]) -> None:
+    """Run the probes the current question's rules read, once per walk each."""
+    question = session.question
+    if runner is None or question is None:
+        return
+    wanted = [p for p in question.probes if p not in asked]
+    if not wanted:
+        return
+    asked.update(wanted)
+    try:
+        session.attach_probes(runner(wanted))
+    except Exception:  # a broken probe must never end a walk
+        return
+
+
+def run_plain(session: WalkSession, stdin: IO[str], stdout: IO[str], *,
+              probe_runner: ProbeRunner | None = None, save: Saver = default_saver) -> int:
+    """Prompt until a fix is accepted, `q`, or end of input; the walk is saved after each step."""
+    console = make_console(stdout)
+    asked: set[str] = set()
+    save(session.to_dict())
+    while True:
+        node = session.node
+        if isinstance(node, Question):
+            refresh_probes(session, probe_runner, asked)
+            suggested, evidence = session.suggestion()
+            print_question(console, session, suggested, evidence)
+            prompt = f"answer [1-{len(node.answers)}, b back, r restart, q quit]: "
+        else:
+            console.print()
+            print_breadcrumb(console, session)
+            print_fix(console, node, str(session.current))
+            prompt = "[enter/q] done, [b] this did not help (back), [r] restart: "
+        while True:
+            stdout.write(prompt)
+            stdout.flush()
+            line = stdin.readline()
+            if not line:  # end of input: leave cleanly, the walk is saved
+                stdout.write("\n")
+                save(session.to_dict())
+                return 0
+            choice = line.strip().lower()
+            if choice in ("q", "quit") or (choice == "" and isinstance(node, Fix)):
+                save(session.to_dict())
+                return 0
+            if choice in ("b", "back"):
+                if not session.back():
+                    console.print("(already at the first question)")
+                    continue
+                break
+            if choice in ("r", "restart"):
+                session.restart()
+                break
+            if isinstance(node, Question) and choice.isdigit() \
+                    and 1 <= int(choice) <= len(node.answers):
+                session.answer(int(choice) - 1)
+                break
+            what = f"a number 1-{len(node.answers)}, " if isinstance(node, Question) else ""
+            console.print(f"please type {what}b, r or q")
+        save(session.to_dict())
+
+
+def parse_answers(text: str) -> list[int]:
+    """`1,3,2` -> [1, 3, 2] (1-based, as typed)."""
+    numbers: list[int] = []
+    for part in text.replace(" ", "").split(","):
+        if not part.isdigit():
+            raise UsageError(f"--answers: '{part}' is not an answer number (expected e.g. 1,3,2)")
+        numbers.append(int(part))
+    return numbers
+
+
+def run_answers(session: WalkSession, answers: list[int], stdout: IO[str], *,
+                as_json: bool = False, save: Saver = default_saver) -> int:
+    """Walk with the given 1-based answers; print the path taken and the fix."""
+    for step, number in enumerate(answers, start=1):
+        question = session.question
+        if question is None:
+            raise UsageError(f"step {step}: answer {number} given, but the walk already reached "
+                             f"the fix {session.current}")
+        if not 1 <= number <= len(question.answers):
+            raise UsageError(f"step {step} ({session.current}): answer {number} is out of range "
+                             f"(1-{len(question.answers)})")
+        session.answer(number - 1)
+        save(session.to_dict())
+    if as_json:
+        import json
+
+        stdout.write(json.dumps(session.to_dict(), indent=1, ensure_ascii=False) + "\n")
+    else:
+        _print_path(session, stdout)
+    if session.question is not None:
+        raise UsageError(f"the answers stop at the question {session.current}; add one more "
+                         f"(1-{len(session.question.answers)})")
+    return 0
+
+
+def _print_path(session: WalkSession, stdout: IO[str]) -> None:
+    from rich.text import Text
+
+    console = make_console(stdout)
+    for i, step in enumerate(session.steps, start=1):
+        line = Text(f"{i}. {step.question}", style="bold")
+        line.append(f"  [{step.node}]", style="dim")
+        console.print(line)
+        console.print(Text(f"   → {step.answer + 1}. {step.answer_text}"))
+    fix = session.fix
+    if fix is not None:
+        console.print()
+        print_fix(console, fix, str(session.current))
