@@ -64,7 +64,7 @@ def check_graph(forest: Forest, graph) -> list[Problem]:
             (only,) = component
             if not graph.has_edge(only, only):
                 continue
-        cycle = nx.find_cycle(graph.subgraph(component))
+        cycle = nx.find_cycle(graph.subgraph(component), source=min(component))
         first, second = cycle[0][0], cycle[0][1]
         tree_id, node_id = first.split("#", 1)
         path = " -> ".join([u for u, _v in cycle] + [cycle[-1][1]])
@@ -78,8 +78,8 @@ def check_graph(forest: Forest, graph) -> list[Problem]:
         if entry not in reachable:
             reachable |= nx.descendants(graph, entry) | {entry}
     for ref, node in forest.iter_nodes():
-        if str(ref) not in reachable:
-            tree = forest.trees[ref.tree]
+        tree = forest.trees[ref.tree]
+        if str(ref) not in reachable and tree.start in tree.nodes:
             problems.append(Problem(tree.file, node.src.line, "error",
                                     f"node '{ref.node}' is unreachable from start '{tree.start}'"))
     # Dead ends: every path must end at a fix.
@@ -87,6 +87,8 @@ def check_graph(forest: Forest, graph) -> list[Problem]:
         if graph.out_degree(name) == 0 and graph.nodes[name]["kind"] != "fix":
             tree_id, node_id = name.split("#", 1)
             node = forest.trees[tree_id].nodes[node_id]
+            if isinstance(node, Question) and not node.answers:
+                continue  # the loader already said the answers are missing or malformed
             problems.append(Problem(forest.trees[tree_id].file, node.src.line, "error",
                                     f"question '{node_id}' leads nowhere; every path must end at a fix"))
     return problems
@@ -144,9 +146,13 @@ def lint_forest(forest: Forest, declared: dict[str, dict[str, str]] | None = Non
         from trainmedic.probes.registry import declared_facts
 
         declared = declared_facts()
+    from trainmedic.trees.forest import gc_paused
+
     problems = list(forest.problems)
     problems += check_references(forest)
-    problems += check_graph(forest, build_graph(forest))
+    with gc_paused():
+        graph = build_graph(forest)
+    problems += check_graph(forest, graph)
     problems += check_fixes(forest)
     problems += check_rules(forest, declared)
     return sorted(set(problems))

@@ -174,7 +174,7 @@ class _Builder:
             return None
         return Answer(text, goto, rules, because, Source(self.file, line))
 
-    def question(self, node_id: str, data: LMap) -> Question:
+    def question(self, node_id: str, data: LMap, node_line: int) -> Question:
         what = f"question '{node_id}'"
         self.check_keys(data, spec.QUESTION_KEYS, what)
         answers = []
@@ -201,10 +201,10 @@ class _Builder:
             answers=answers,
             help=self.text(data, "help", what),
             source=self.strings(data, "source", what),
-            src=Source(self.file, data.line),
+            src=Source(self.file, node_line),
         )
 
-    def fix(self, node_id: str, data: LMap) -> Fix:
+    def fix(self, node_id: str, data: LMap, node_line: int) -> Fix:
         what = f"fix '{node_id}'"
         self.check_keys(data, spec.FIX_KEYS, what)
         steps = []
@@ -241,7 +241,7 @@ class _Builder:
             myth=self.text(data, "myth", what),
             refs=refs,
             source=self.strings(data, "source", what),
-            src=Source(self.file, data.line),
+            src=Source(self.file, node_line),
         )
 
     def node(self, node_id: str, data: Any, line: int) -> Node | None:
@@ -252,11 +252,12 @@ class _Builder:
             return None
         if "question" in data and "fix" in data:
             self.error(line, f"node '{node_id}' has both 'question' and 'fix'; it must be one")
-            return None
+            data = LMap({k: v for k, v in data.items() if k != "fix"})
+            data.line, data.key_lines = line, {}
         if "question" in data:
-            return self.question(node_id, data)
+            return self.question(node_id, data, line)
         if "fix" in data:
-            return self.fix(node_id, data)
+            return self.fix(node_id, data, line)
         self.error(line, f"node '{node_id}' needs a 'question' or a 'fix' key")
         return None
 

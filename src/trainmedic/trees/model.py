@@ -60,8 +60,11 @@ class Rule:
         return self.fact.split(".", 1)[1]
 
     def __str__(self) -> str:
-        value = str(self.value).lower() if isinstance(self.value, bool) else repr(self.value)
-        if isinstance(self.value, int | float) and not isinstance(self.value, bool):
+        if isinstance(self.value, bool):
+            value = str(self.value).lower()
+        elif isinstance(self.value, str):
+            value = f'"{self.value}"'
+        else:
             value = str(self.value)
         return f"{self.fact} {self.op} {value}"
 

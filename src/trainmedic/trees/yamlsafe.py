@@ -43,14 +43,14 @@ class YamlError(Exception):
         self.message = message
 
 
-_SCALARS = yaml.constructor.SafeConstructor()
-
-
 def _convert(node: yaml.Node, seen: set[int]) -> Any:
     if id(node) in seen:
         raise YamlError(node.start_mark.line + 1, "anchors and aliases are not supported in trees")
     seen.add(id(node))
     line = node.start_mark.line + 1
+    if node.tag != _STANDARD[type(node)] and node.tag not in _IMPLICIT_SCALARS:
+        shown = node.tag.replace("tag:yaml.org,2002:", "!!")
+        raise YamlError(line, f"tag {shown} is not allowed in trees")
     if isinstance(node, yaml.MappingNode):
         out = LMap()
         out.line = line
@@ -77,13 +77,32 @@ def _convert(node: yaml.Node, seen: set[int]) -> Any:
             items.append(_convert(item, seen))
             items.item_lines.append(item.start_mark.line + 1)
         return items
-    if node.tag.startswith("tag:yaml.org,2002:") and node.tag.rsplit(":", 1)[1] in {
-        "str", "int", "float", "bool", "null",
-    }:
-        return _SCALARS.construct_object(node)
-    if node.tag.startswith("tag:yaml.org,2002:"):
-        return node.value  # timestamps and the like stay text; the loader checks types
-    raise YamlError(line, f"tag {node.tag} is not allowed in trees")
+    if node.tag == "tag:yaml.org,2002:null":
+        return None
+    # Every value of the format is text: keep what was written, so `text: Yes` stays "Yes"
+    # instead of YAML 1.1's boolean, and `title: 42` is the text "42".
+    return node.value
+
+
+_STANDARD = {
+    yaml.MappingNode: "tag:yaml.org,2002:map",
+    yaml.SequenceNode: "tag:yaml.org,2002:seq",
+    yaml.ScalarNode: "tag:yaml.org,2002:str",
+}
+_IMPLICIT_SCALARS = {
+    f"tag:yaml.org,2002:{name}" for name in ("bool", "int", "float", "null", "timestamp")
+}
+
+
+def _first_alias_line(text: str) -> int | None:
+    """The line of the first alias, so the error points at `*name`, not at its anchor."""
+    try:
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, yaml.AliasEvent):
+                return event.start_mark.line + 1
+    except yaml.YAMLError:
+        return None
+    return None
 
 
 def read_yaml(path: Path, shown: str) -> tuple[Any, list[Problem]]:
@@ -113,8 +132,9 @@ def read_yaml(path: Path, shown: str) -> tuple[Any, list[Problem]]:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         problem = exc.problem or "invalid YAML"
-        if "\t" in problem or "'\\t'" in problem or "tab" in problem:
-            problem += " (YAML indentation must use spaces, not tabs)"
+        lines = text.splitlines()
+        if mark and mark.line < len(lines) and "\t" in lines[mark.line]:
+            problem += " (a tab: YAML indentation must use spaces)"
         return fail(line, f"YAML syntax: {problem}")
     except yaml.YAMLError as exc:
         return fail(1, f"YAML syntax: {str(exc).splitlines()[0]}")
@@ -125,6 +145,8 @@ def read_yaml(path: Path, shown: str) -> tuple[Any, list[Problem]]:
     try:
         return _convert(node, set()), []
     except YamlError as exc:
+        if exc.message.startswith("anchors"):
+            return fail(_first_alias_line(text) or exc.line, exc.message)
         return fail(exc.line, exc.message)
     except RecursionError:
         return fail(1, "YAML nesting is too deep")
