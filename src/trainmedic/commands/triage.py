@@ -1,0 +1,75 @@
+"""`trainmedic triage LOG ... [--json]`: name what went wrong and the tree node to continue from.
+
+Exit status: 1 when findings exist (the check found problems), 0 when the logs look clean,
+2 on unreadable input. Never imports Textual; rich only when printing for a human.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+MAX_SHOWN = 8
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("logs", nargs="+", metavar="LOG",
+                        help="log files, folders of per-rank logs (recursive), .gz, or - for stdin")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--all", action="store_true", help="show every finding and evidence line")
+    parser.add_argument("--no-grep", action="store_true",
+                        help="use the pure-Python prefilter even where grep is available")
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainmedic.triage import triage_paths
+
+    report = triage_paths(list(args.logs), use_grep=not args.no_grep)
+    if args.json:
+        json.dump(report.to_dict(), sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        _print_human(report, show_all=args.all)
+    return 1 if report.findings else 0
+
+
+def _print_human(report, *, show_all: bool) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False, soft_wrap=True)
+    files = len(report.files)
+    if not report.findings:
+        console.print(f"[green]No known failure signature[/] in {files} file(s) "
+                      f"({report.candidate_lines} candidate lines read).")
+        _print_loss(console, report, escape)
+        console.print("Continue with: [bold]trainmedic walk triage[/]")
+        return
+    shown = report.findings if show_all else report.findings[:MAX_SHOWN]
+    for i, f in enumerate(shown, 1):
+        style = "bold red" if i == 1 else ("yellow" if f.kind == "symptom" else "bold")
+        fmt = "%m-%d %H:%M:%S" if f.details.get("time_has_year") is False else "%Y-%m-%d %H:%M:%S"
+        when = f"  [dim]{f.first_time.strftime(fmt)}[/]" if f.first_time else ""
+        console.print(f"[{style}]{i}. {escape(f.summary)}[/]{when}")
+        console.print(f"   [cyan]{f.link}[/]  confidence {f.confidence:.0%}  [dim]{f.kind}[/]")
+        if f.why:
+            console.print(f"   [dim]why:[/] {escape(f.why)}")
+        for ev in f.evidence if show_all else f.evidence[:2]:
+            text = ev.text if len(ev.text) <= 160 else ev.text[:157] + "..."
+            console.print(f"   [dim]{escape(ev.file)}:{ev.line}:[/] {escape(text)}")
+    if len(report.findings) > len(shown):
+        console.print(f"[dim]... {len(report.findings) - len(shown)} more (--all)[/]")
+    _print_loss(console, report, escape)
+    console.print(f"Continue with: [bold]{report.findings[0].walk_command}[/]")
+
+
+def _print_loss(console, report, escape) -> None:
+    loss = report.loss
+    if not loss.count:
+        return
+    from trainmedic.triage.sparkline import sparkline
+
+    line = sparkline([v for _s, v in loss.points], width=60)
+    console.print(f"loss ({loss.source}, {loss.count} points, steps {loss.first_step}.."
+                  f"{loss.last_step}): {escape(line)}")

@@ -1,0 +1,79 @@
+"""Per-line facts that ranking needs: which rank printed it, and when.
+
+Only run on candidate lines. Ranks come from launcher prefixes (`[rank3]:`, `[default3]:`,
+torchrun/srun `3:`, `[3]`) or from the message (`[Rank 3]`, `Rank 3:`); times from the glog
+prefix PyTorch uses (`[E1206 18:44:12.715]`, no year), ISO-like stamps (DeepSpeed, Megatron,
+logging) or syslog (`Feb 14 05:03:41`). Times without a year get one from `default_year`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_PREFIX_RANK = re.compile(
+    r"^.{0,40}?\[(?:rank|default)(\d+)\]:|^\s*(\d{1,5}):\s|^\s*\[(\d{1,4})\](?:\s|:)"
+)
+_MSG_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]|\bRank (\d+)[:,]|\brank (\d+)\b", re.I)
+_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+_GLOG = re.compile(r"\[[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+_SYSLOG = re.compile(
+    r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(\d{1,2}) (\d\d):(\d\d):(\d\d)\b"
+)
+_MONTHS = {m: i for i, m in enumerate(
+    ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
+
+
+def clean(text: str) -> str:
+    """Drop ANSI colour codes and keep the last progress-bar segment (`\\r`) with content."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    return text.rstrip("\r\n")
+
+
+def segments(text: str) -> list[str]:
+    """A line rewritten with `\\r` (progress bars) is several lines; CRLF is one."""
+    text = text.rstrip("\r")
+    if "\r" not in text:
+        return [text]
+    return [s for s in text.split("\r") if s.strip()]
+
+
+def line_rank(text: str) -> int | None:
+    m = _PREFIX_RANK.match(text)
+    if m:
+        return int(next(g for g in m.groups() if g is not None))
+    m = _MSG_RANK.search(text)
+    if m:
+        return int(next(g for g in m.groups() if g is not None))
+    return None
+
+
+def prefix_rank(text: str) -> int | None:
+    """Rank from the launcher prefix only (cheap; used for every candidate line)."""
+    m = _PREFIX_RANK.match(text)
+    return int(next(g for g in m.groups() if g is not None)) if m else None
+
+
+def _frac(us: str | None) -> int:
+    return int(us.ljust(6, "0")[:6]) if us else 0
+
+
+def line_time(text: str, default_year: int = 2000) -> datetime | None:
+    try:
+        m = _ISO.search(text)
+        if m:
+            y, mo, d, h, mi, s, us = m.groups()
+            return datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), _frac(us))
+        m = _GLOG.search(text)
+        if m:
+            mo, d, h, mi, s, us = m.groups()
+            return datetime(default_year, int(mo), int(d), int(h), int(mi), int(s), _frac(us))
+        m = _SYSLOG.search(text)
+        if m:
+            mon, d, h, mi, s = m.groups()
+            return datetime(default_year, _MONTHS[mon], int(d), int(h), int(mi), int(s))
+    except ValueError:  # 13th month, Feb 30...: not a timestamp after all
+        return None
+    return None

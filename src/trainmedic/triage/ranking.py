@@ -1,0 +1,248 @@
+"""Cause over consequence: order findings so the root cause comes first, and say why.
+
+When one rank runs out of memory the others later time out in NCCL; when a node loses a GPU
+every collective fails. Order: cause kinds before symptom kinds before context, then the
+earliest first occurrence (across ranks, where timestamps exist; file order otherwise), then
+the signature's weight. The first cause gets a `why` that ties the later symptoms to it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from trainmedic.triage.loss_series import LossAnalysis
+from trainmedic.triage.report import Evidence, Finding
+from trainmedic.triage.scanner import Hit, Scanner
+from trainmedic.triage.signatures import KIND_ORDER, SIGNATURES_BY_ID
+
+OVERFLOW_NOISE = 20  # fewer fp16 overflow skips than this is normal warm-up
+
+
+def build_findings(scanner: Scanner) -> list[Finding]:
+    hits = list(scanner.hits.values())
+    year = next((h.first_time.year for h in hits if h.first_time and h.time_has_year), None)
+    findings = [f for f in (_finding(h, scanner, year) for h in hits) if f is not None]
+    findings += _rank_findings(scanner, year)
+    findings.sort(key=_sort_key)
+    findings = _merge_same_node(findings)
+    _explain(findings)
+    return findings
+
+
+def _merge_same_node(findings: list[Finding]) -> list[Finding]:
+    """Two signatures that lead to the same node are one finding (the earlier keeps the lead)."""
+    by_link: dict[str, Finding] = {}
+    out: list[Finding] = []
+    for f in findings:
+        lead = by_link.get(f.link)
+        if lead is None:
+            by_link[f.link] = f
+            out.append(f)
+            continue
+        lead.count += f.count
+        lead.ranks = sorted(set(lead.ranks) | set(f.ranks))
+        lead.confidence = min(0.99, max(lead.confidence, f.confidence) + 0.05)
+        lead.evidence = (lead.evidence + f.evidence)[:8]
+        lead.details.setdefault("also", []).append({"signature": f.signature,
+                                                    "summary": f.summary})
+    return out
+
+
+def _sort_key(f: Finding) -> tuple:
+    t = f.first_time
+    order = f.details.get("_order", (1 << 30, 0))
+    return (KIND_ORDER.get(f.kind, 3), t is None, t or datetime.min, -_weight(f), order)
+
+
+def _weight(f: Finding) -> float:
+    sig = SIGNATURES_BY_ID.get(f.signature)
+    return sig.weight if sig else 0.0
+
+
+def _time(hit: Hit, year: int | None) -> datetime | None:
+    t = hit.first_time
+    if t is not None and not hit.time_has_year and year is not None:
+        try:
+            t = t.replace(year=year)
+        except ValueError:
+            return None
+    return t
+
+
+def _evidence(hit: Hit) -> list[Evidence]:
+    return [Evidence(f, line, text, rank) for f, line, text, rank in hit.evidence]
+
+
+def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
+    sig = hit.sig
+    loss = scanner.loss.analysis
+    details = dict(hit.details)
+    confidence = sig.confidence
+    summary = sig.title
+    if sig.id == "gradient-overflow":
+        if hit.count < OVERFLOW_NOISE and not loss.loss_scale_collapsed:
+            return None  # normal fp16 warm-up
+        summary = f"{hit.count} fp16 gradient overflows (steps skipped)"
+    elif sig.id == "cuda-oom":
+        summary = _oom_summary(hit)
+    elif sig.id == "xid":
+        codes = ", ".join(str(c) for c in details.get("codes", []))
+        summary = f"Xid {codes} in the kernel log" if codes else sig.title
+    elif sig.id == "loss-spike":
+        summary, details = _spike_summary(loss)
+    elif sig.id == "loss-nan":
+        summary = _nan_summary(loss)
+    elif sig.id == "grad-norm-explosion":
+        step, g, base = loss.grad_explosions[0]
+        summary = (f"gradient norm {g:g} at step {step}, {g / base:.0f}x its rolling median "
+                   f"{base:g} ({len(loss.grad_explosions)} such steps)") if base else sig.title
+    elif sig.id == "loss-scale-collapse":
+        summary = (f"fp16 loss scale fell from {loss.loss_scale_max:g} to "
+                   f"{loss.loss_scale_min:g}: gradients keep overflowing")
+    ranks = sorted(hit.ranks)
+    if ranks and sig.id not in ("loss-spike", "loss-nan"):
+        summary = f"{_who(ranks)}: {summary}"
+    if hit.count > 1:
+        summary += f" ({hit.count} lines)"
+    details["_order"] = hit.first_order
+    if hit.time_inferred:
+        details["time_inferred"] = True
+    if hit.first_time is not None and not hit.time_has_year and year is None:
+        details["time_has_year"] = False
+    return Finding(
+        signature=sig.id, tree=sig.tree, node=hit.node, confidence=confidence,
+        summary=summary, kind=sig.kind, count=hit.count, ranks=ranks,
+        first_time=_time(hit, year), evidence=_evidence(hit), details=details,
+    )
+
+
+def _who(ranks: list[int]) -> str:
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    if len(ranks) <= 6:
+        return "ranks " + ", ".join(map(str, ranks))
+    return f"{len(ranks)} ranks ({ranks[0]}..{ranks[-1]})"
+
+
+def _gib(mib: float | None) -> str:
+    if mib is None:
+        return "?"
+    return f"{mib / 1024:.2f} GiB" if mib >= 1024 else f"{mib:.2f} MiB"
+
+
+def _oom_summary(hit: Hit) -> str:
+    d = hit.details
+    parts = []
+    if "tried_mib" in d:
+        parts.append(f"tried {_gib(d['tried_mib'])}")
+    if "total_mib" in d:
+        parts.append(f"of {_gib(d['total_mib'])}")
+    if "free_mib" in d:
+        parts.append(f"{_gib(d['free_mib'])} free")
+    if "unallocated_mib" in d:
+        parts.append(f"{_gib(d['unallocated_mib'])} reserved but unallocated")
+    text = "CUDA out of memory" + (f" ({', '.join(parts)})" if parts else "")
+    if hit.node == "fragmentation":
+        text += ": the cache is fragmented, try expandable_segments:True"
+    elif hit.node == "other-process":
+        pids = ", ".join(str(o["pid"]) for o in d.get("other_processes", []))
+        text += f": another process (pid {pids}) holds GPU memory"
+    return text
+
+
+def _spike_summary(loss: LossAnalysis) -> tuple[str, dict]:
+    sp = loss.spikes[0]
+    ratio = sp.peak_value / sp.baseline if sp.baseline else float("inf")
+    state = f"recovered at {sp.end}" if sp.end is not None else "never recovered"
+    more = f"; {len(loss.spikes)} spikes in all" if len(loss.spikes) > 1 else ""
+    summary = (f"loss spiked at iteration {sp.start} to {sp.peak_value:.4g} "
+               f"({ratio:.1f}x the rolling median {sp.baseline:.4g}), {state}{more}: "
+               f"{loss.recovery(sp)}")
+    return summary, {"recovery": loss.recovery(sp), "spike": sp.to_dict()}
+
+
+def _nan_summary(loss: LossAnalysis) -> str:
+    parts = []
+    if loss.nan_count:
+        first = loss.nan_steps[0] if loss.nan_steps else "?"
+        parts.append(f"NaN/inf loss at {loss.nan_count} logged steps (first {first})")
+    if loss.grad_norm_nan_count:
+        parts.append(f"grad norm NaN/inf at {loss.grad_norm_nan_count} steps")
+    if loss.nan_iterations:
+        parts.append(f"Megatron counted {loss.nan_iterations} nan iterations")
+    return "; ".join(parts) or "the loss became NaN/inf"
+
+
+def _rank_findings(scanner: Scanner, year: int | None) -> list[Finding]:
+    out = []
+    ids = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
+    for v in scanner.ranks.verdicts(scanner.known_ranks):
+        if v.kind not in ids:
+            continue
+        sig = SIGNATURES_BY_ID[ids[v.kind]]
+        out.append(Finding(
+            signature=sig.id, tree=sig.tree, node=sig.node, confidence=sig.confidence,
+            summary=v.summary, kind=sig.kind, count=len(v.ranks),
+            # derived from the symptoms' lines: no time of its own, so a timed cause stays first
+            ranks=v.ranks, first_time=None,
+            evidence=[Evidence(f, line, text, None) for f, line, text in v.evidence],
+            details={"verdict": v.kind},
+        ))
+    return out
+
+
+def _explain(findings: list[Finding]) -> None:
+    """Fill `why`: the first cause explains the later symptoms; each symptom points back."""
+    if not findings:
+        return
+    top = findings[0]
+    symptoms = [f for f in findings[1:] if f.kind == "symptom"]
+    when = _clock(top.first_time)
+    if top.kind != "cause":
+        top.why = ("no cause-type message was found; this is the earliest symptom — look for the "
+                   "rank or node that printed nothing (or crashed) just before it")
+        return
+    reason = (f"{_who(top.ranks) if top.ranks else 'the log'} shows "
+              f"{SIGNATURES_BY_ID[top.signature].title}" + (f" at {when}" if when else ""))
+    if symptoms:
+        s = symptoms[0]
+        others = [r for r in s.ranks if r not in top.ranks]
+        gap = ""
+        if top.first_time and s.first_time and s.first_time >= top.first_time:
+            gap = f", {_span(s.first_time - top.first_time)} before"
+        elif not top.first_time or not s.first_time:
+            gap = ", before"
+        on = f" on {'the other ' if top.ranks else ''}{len(others)} rank" + (
+            "s" if len(others) != 1 else "") if others else ""
+        if gap:
+            reason += (f"{gap} the {SIGNATURES_BY_ID[s.signature].title.split(':')[0]}{on}: "
+                       "those are its consequence")
+        else:
+            reason += "; the later symptoms are most likely its consequence"
+    else:
+        reason += "; cause-type messages rank before symptoms, earliest first"
+    top.why = reason
+    for f in findings[1:]:
+        if f.signature == "rank-silent" and set(f.ranks) & set(top.ranks):
+            f.why = (f"{_who(sorted(set(f.ranks) & set(top.ranks)))} is where "
+                     f"{SIGNATURES_BY_ID[top.signature].title} happened: it never reached the "
+                     "collective the others waited in")
+        elif f.kind == "symptom":
+            f.why = f"likely a consequence of {top.signature} ({top.link}), which came first"
+        elif f.kind == "cause":
+            f.why = "another cause-type message, later than the first"
+        else:
+            f.why = "context: often harmless on its own"
+
+
+def _clock(t: datetime | None) -> str:
+    return t.strftime("%H:%M:%S") if t else ""
+
+
+def _span(delta) -> str:
+    s = int(delta.total_seconds())
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"

@@ -1,0 +1,254 @@
+"""The streaming scan: candidate lines in, bounded per-signature hits out.
+
+Memory is bounded whatever the log size: per signature a count, a rank set, the first time and
+at most `MAX_EVIDENCE` lines; the loss series is downsampled; the rank view keeps two lines per
+rank. Every other line is dropped as soon as it is read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from trainmedic.triage import lineinfo
+from trainmedic.triage.loss_series import LossTracker
+from trainmedic.triage.rank_compare import RankCompare
+from trainmedic.triage.signatures import (
+    SIGNATURES_BY_ID,
+    Signature,
+    all_needles,
+    needle_index,
+)
+from trainmedic.triage.sources import Source, candidates
+
+MAX_EVIDENCE = 5
+MAX_RANKS = 4096
+ECC_XIDS = {48, 63, 64, 92, 94, 95, 140}
+
+_SIZE = r"(\d+(?:\.\d+)?) ?(bytes|KiB|MiB|GiB|TiB)"
+_UNITS = {"bytes": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
+_OOM_FIELDS = {
+    "tried_mib": re.compile(r"Tried to allocate " + _SIZE),
+    "total_mib": re.compile(r"total capaci?ty of " + _SIZE + r"|" + _SIZE + r" total capacity"),
+    "free_mib": re.compile(r"of which " + _SIZE + r" is free|" + _SIZE + r" free\b"),
+    "unallocated_mib": re.compile(_SIZE + r" is reserved by PyTorch but unallocated"),
+    "allocated_mib": re.compile(_SIZE + r" is allocated by PyTorch|" + _SIZE
+                                + r" already allocated"),
+    "reserved_mib": re.compile(_SIZE + r" reserved in total by PyTorch"),
+}
+_OOM_OTHER = re.compile(r"Process (\d+) has " + _SIZE + r" memory in use")
+_OOM_GPU = re.compile(r"\bGPU (\d+)\b")
+_XID = re.compile(r"NVRM: Xid \(PCI:([^)]*)\):\s*(\d+)")
+
+
+def _mib(groups: tuple[str | None, ...]) -> float | None:
+    vals = [g for g in groups if g is not None]
+    if len(vals) < 2:
+        return None
+    return round(float(vals[0]) * _UNITS[vals[1]], 2)
+
+
+def _redactor():
+    """`trainmedic.redact.redact_text` when the probes package provides it, else identity."""
+    try:
+        from trainmedic.redact import redact_text
+    except ImportError:  # pragma: no cover - depends on another engineer's module
+        return lambda text: text
+    return redact_text
+
+
+@dataclass
+class Hit:
+    """Aggregated matches of one signature (and resolved node)."""
+
+    sig: Signature
+    node: str | None
+    count: int = 0
+    ranks: set[int] = field(default_factory=set)
+    first_time: datetime | None = None
+    time_has_year: bool = True
+    time_inferred: bool = False
+    first_order: tuple[int, int] = (1 << 30, 0)
+    evidence: list[tuple[str, int, str, int | None]] = field(default_factory=list)
+    details: dict = field(default_factory=dict)
+
+
+class Scanner:
+    """Feed it sources (or text); read `hits`, `loss`, `ranks` and `known_ranks` afterwards."""
+
+    def __init__(self, *, use_grep: bool = True) -> None:
+        self.needles = all_needles()
+        self._index = needle_index()
+        self._combined_b = re.compile(b"|".join(re.escape(n.encode()) for n in self.needles))
+        self._combined_s = re.compile("|".join(re.escape(n) for n in self.needles))
+        self.use_grep = use_grep
+        self.hits: dict[tuple[str, str | None], Hit] = {}
+        self.loss = LossTracker()
+        self.ranks = RankCompare()
+        self.known_ranks: set[int] = set()
+        self.candidate_lines = 0
+        self.files: list[str] = []
+        self._redact = _redactor()
+        self._source_idx = 0
+        self._loss_marks = (0, 0, 0, 0)
+
+    # ---- driving -------------------------------------------------------------------------
+    def scan(self, source: Source) -> None:
+        self.files.append(source.name)
+        idx = len(self.files) - 1
+        if source.rank is not None:
+            self.known_ranks.add(source.rank)
+        last_time: list = [None, True]  # last timestamp seen in this source, has_year
+        for lineno, raw in candidates(source, self.needles, self._combined_b,
+                                      use_grep=self.use_grep):
+            self.candidate_lines += 1
+            text = raw.decode("utf-8", "replace")
+            for seg in lineinfo.segments(text):
+                self._line(lineinfo.clean(seg), source, idx, lineno, last_time)
+
+    def _line(self, text: str, source: Source, idx: int, lineno: int, last_time: list) -> None:
+        if lineno == 1 and text.startswith(("# source:", "# synthetic", "# assembled")):
+            return  # provenance header of a fixture / saved excerpt
+        found = self._combined_s.findall(text)
+        if not found:
+            return
+        t = lineinfo.line_time(text)
+        if t is not None:
+            last_time[0], last_time[1] = t, (lineinfo._ISO.search(text) is not None)
+        sigs: list[Signature] = []
+        for needle in dict.fromkeys(found):
+            for sig in self._index.get(needle, ()):
+                if sig not in sigs:
+                    sigs.append(sig)
+        rank: int | None = None
+        resolved = False
+        for sig in sigs:
+            if sig.confirm is not None and not sig.confirm.search(text):
+                continue
+            if sig.exclude is not None and sig.exclude.search(text):
+                continue
+            if not resolved:
+                rank, resolved = self._rank(text, source), True
+            self._hit(sig, text, source, idx, lineno, rank, t, last_time)
+        if "WorkNCCL(" in text or "last enqueued" in text:
+            if not resolved:
+                rank, resolved = self._rank(text, source), True
+            self.ranks.feed(text, rank, (source.name, lineno))
+        if self.loss.feed(text):
+            self._loss_evidence(text, source, lineno, t or last_time[0], last_time[1])
+
+    def _rank(self, text: str, source: Source) -> int | None:
+        rank = lineinfo.line_rank(text)
+        if rank is None:
+            rank = source.rank
+        if rank is not None and len(self.known_ranks) < MAX_RANKS:
+            self.known_ranks.add(rank)
+        return rank
+
+    # ---- recording -----------------------------------------------------------------------
+    def _hit(self, sig: Signature, text: str, source: Source, idx: int, lineno: int,
+             rank: int | None, t: datetime | None, last_time: list) -> None:
+        node = sig.node
+        details: dict = {}
+        if sig.id == "cuda-oom":
+            node, details = _oom(text)
+        elif sig.id == "xid":
+            m = _XID.search(text)
+            code = int(m.group(2)) if m else None
+            if code == 79:
+                node = "fallen-off-bus"
+            elif code in ECC_XIDS:
+                node = "ecc"
+            details = {"codes": [code] if code is not None else [],
+                       "pci": [m.group(1)] if m else []}
+        elif sig.id == "gradient-overflow":
+            details = {}
+        key = (sig.id, node)
+        hit = self.hits.get(key)
+        if hit is None:
+            hit = self.hits[key] = Hit(sig, node, details=details)
+        elif sig.id == "xid" and details.get("codes"):
+            for k in ("codes", "pci"):
+                for v in details[k]:
+                    if v not in hit.details[k] and len(hit.details[k]) < 32:
+                        hit.details[k].append(v)
+        elif sig.id == "cuda-oom" and not hit.details.get("tried_mib") and details:
+            hit.details = details
+        hit.count += 1
+        if rank is not None and len(hit.ranks) < MAX_RANKS:
+            hit.ranks.add(rank)
+        when, has_year, inferred = t, lineinfo._ISO.search(text) is not None, False
+        if when is None and last_time[0] is not None:
+            when, has_year, inferred = last_time[0], last_time[1], True
+        if when is not None and (hit.first_time is None or _earlier(when, has_year, hit)):
+            hit.first_time, hit.time_has_year, hit.time_inferred = when, has_year, inferred
+        order = (idx, lineno)
+        hit.first_order = min(hit.first_order, order)
+        if len(hit.evidence) < MAX_EVIDENCE:
+            hit.evidence.append((source.name, lineno, self._redact(text.strip())[:2000], rank))
+        elif rank is not None and all(e[3] != rank for e in hit.evidence) and len(hit.ranks) <= 2:
+            # keep one line of a second rank so the evidence shows who else saw it
+            hit.evidence[-1] = (source.name, lineno, self._redact(text.strip())[:2000], rank)
+
+    def _loss_evidence(self, text: str, source: Source, lineno: int,
+                       t: datetime | None, has_year: bool) -> None:
+        a = self.loss.analysis
+        marks = (len(a.spikes), a.nan_count + a.grad_norm_nan_count, len(a.grad_explosions),
+                 int(a.loss_scale_collapsed))
+        if marks == self._loss_marks:
+            return
+        for i, sig_id in enumerate(("loss-spike", "loss-nan", "grad-norm-explosion",
+                                    "loss-scale-collapse")):
+            if marks[i] != self._loss_marks[i]:
+                sig = SIGNATURES_BY_ID[sig_id]
+                hit = self.hits.get((sig_id, sig.node))
+                if hit is None:
+                    hit = self.hits[(sig_id, sig.node)] = Hit(sig, sig.node)
+                    hit.first_order = (len(self.files) - 1, lineno)
+                    hit.first_time, hit.time_has_year = t, has_year
+                hit.count += 1
+                if len(hit.evidence) < MAX_EVIDENCE:
+                    hit.evidence.append((source.name, lineno, self._redact(text.strip())[:2000],
+                                         None))
+        self._loss_marks = marks
+
+
+def _earlier(when: datetime, has_year: bool, hit: Hit) -> bool:
+    if hit.first_time is None:
+        return True
+    if has_year != hit.time_has_year:
+        return False  # not comparable without a year; keep the first seen
+    return when < hit.first_time
+
+
+def _oom(text: str) -> tuple[str | None, dict]:
+    """Numbers of a CUDA OOM message and the node they point to."""
+    d: dict = {}
+    for key, rx in _OOM_FIELDS.items():
+        m = rx.search(text)
+        if m:
+            val = _mib(m.groups())
+            if val is not None:
+                d[key] = val
+    if "unallocated_mib" not in d and "reserved_mib" in d and "allocated_mib" in d:
+        d["unallocated_mib"] = round(d["reserved_mib"] - d["allocated_mib"], 2)
+    gpu = _OOM_GPU.search(text)
+    if gpu:
+        d["gpu"] = int(gpu.group(1))
+    others = [(int(m.group(1)), _mib(m.groups()[1:])) for m in _OOM_OTHER.finditer(text)]
+    if others:
+        d["other_processes"] = [{"pid": pid, "mib": mib} for pid, mib in others]
+    total = d.get("total_mib") or 0.0
+    unalloc = d.get("unallocated_mib") or 0.0
+    tried = d.get("tried_mib") or 0.0
+    if "this process has" not in text and others:
+        # Before PyTorch 2.2 the process itself is listed as "Process PID" too: drop the largest.
+        others = sorted(others, key=lambda o: o[1] or 0.0)[:-1]
+    foreign = sum(o[1] or 0.0 for o in others)
+    if others and foreign >= max(1024.0, 0.1 * total):
+        return "other-process", d
+    if unalloc >= 1024.0 or (total and unalloc >= 0.1 * total) or (unalloc >= tried > 0
+                                                                    and unalloc >= 256.0):
+        return "fragmentation", d
+    return None, d

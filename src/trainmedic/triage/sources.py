@@ -1,0 +1,196 @@
+"""Where log lines come from: files, folders of per-rank logs, `.gz`, stdin, pasted text.
+
+Only *candidate* lines (those containing a prefilter needle) ever reach Python-level parsing.
+Two interchangeable prefilters yield `(line_number, raw_bytes)`:
+- `grep -F` (Aho-Corasick in C) on plain files: a multi-GB log goes at grep's own speed;
+- a chunked pure-Python pass (one combined bytes regex over 1 MiB blocks) for `.gz`, stdin,
+  pasted text, or when grep is missing. Both read in binary, in bounded blocks, never whole files.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+from trainmedic.errors import UsageError
+
+CHUNK = 1 << 20
+MAX_LINE = 8 << 20  # a "line" without a newline longer than this is cut (progress bars)
+SKIP_SUFFIXES = (".pt", ".pth", ".pkl", ".bin", ".safetensors", ".npy", ".npz", ".png", ".jpg",
+                 ".jpeg", ".so", ".whl", ".zip", ".tar", ".idx", ".distcp")
+
+_RANK_IN_NAME = re.compile(r"(?:rank|node_rank|local_rank)[_-]?(\d+)", re.I)
+_RANK_SUFFIX = re.compile(r"[-_.](\d+)\.(?:out|err|log|txt)(?:\.gz)?$", re.I)
+
+
+@dataclass(frozen=True)
+class Source:
+    """One log to scan: a path, `-` for stdin, or in-memory text (the TUI paste box)."""
+
+    name: str
+    path: str | None = None
+    data: bytes | None = None
+    rank: int | None = None
+
+    @property
+    def gz(self) -> bool:
+        return self.path is not None and self.path.endswith(".gz")
+
+
+def rank_from_name(name: str) -> int | None:
+    base = os.path.basename(name)
+    m = _RANK_IN_NAME.search(base) or _RANK_SUFFIX.search(base)
+    return int(m.group(1)) if m else None
+
+
+def expand_paths(paths: list[str]) -> list[Source]:
+    """Files as given, folders recursively (sorted, hidden entries skipped), `-` as stdin."""
+    sources: list[Source] = []
+    for given in paths:
+        if given == "-":
+            sources.append(Source(name="<stdin>"))
+            continue
+        if os.path.isdir(given):
+            for root, dirs, files in os.walk(given):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for fname in sorted(files):
+                    if fname.startswith(".") or fname.lower().endswith(SKIP_SUFFIXES):
+                        continue
+                    full = os.path.join(root, fname)
+                    sources.append(Source(name=full, path=full, rank=rank_from_name(full)))
+            continue
+        if not os.path.exists(given):
+            raise UsageError(f"{given}: no such file or directory")
+        if not os.access(given, os.R_OK):
+            raise UsageError(f"{given}: permission denied")
+        sources.append(Source(name=given, path=given, rank=rank_from_name(given)))
+    return sources
+
+
+def _open(source: Source) -> BinaryIO:
+    import sys
+
+    if source.data is not None:
+        return io.BytesIO(source.data)
+    if source.path is None:
+        return sys.stdin.buffer
+    try:
+        if source.gz:
+            import gzip
+
+            return gzip.open(source.path, "rb")  # type: ignore[return-value]
+        return open(source.path, "rb")
+    except OSError as exc:
+        raise UsageError(f"{source.name}: cannot read: {exc.strerror or exc}") from exc
+
+
+def python_candidates(stream: BinaryIO, needles: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Yield (1-based line number, line bytes) of lines with a needle; bounded memory."""
+    lineno = 1  # number of the line that starts at buf[0]
+    buf = b""
+    while True:
+        chunk = stream.read(CHUNK)
+        eof = not chunk
+        if eof:
+            if not buf:
+                return
+            end = len(buf)  # a truncated last line is still scanned
+        else:
+            buf += chunk
+            end = buf.rfind(b"\n") + 1
+            if end == 0:
+                if len(buf) < MAX_LINE:
+                    continue
+                end = len(buf)  # pathological: no newline at all; cut here
+        pos = 0
+        counted = 0
+        search = needles.search
+        while True:
+            m = search(buf, pos, end)
+            if m is None:
+                break
+            start = buf.rfind(b"\n", 0, m.start()) + 1
+            stop = buf.find(b"\n", m.end(), end)
+            stop = end if stop < 0 else stop
+            lineno += buf.count(b"\n", counted, start)
+            counted = start
+            yield lineno, buf[start:stop]
+            pos = stop + 1
+            if pos >= end:
+                break
+        lineno += buf.count(b"\n", counted, end)
+        buf = buf[end:]
+        if eof:
+            return
+
+
+def grep_available() -> str | None:
+    return shutil.which("grep")
+
+
+def grep_candidates(
+    path: str, needles: list[str], grep: str, *, timeout: float | None = None
+) -> Iterator[tuple[int, bytes]]:
+    """Run `grep -a -n -F` over a plain file and yield its matches as (line number, bytes)."""
+    args = [grep, "-a", "-n", "-F"]
+    for needle in needles:
+        args += ["-e", needle]
+    args += ["--", path]
+    if timeout is None:
+        size = os.path.getsize(path)
+        timeout = 60.0 + size / 20e6  # far above grep's speed; only a hang hits it
+    env = dict(os.environ, LC_ALL="C")
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    timer = threading.Timer(timeout, proc.kill)
+    timer.start()
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            colon = raw.find(b":")
+            line = raw[colon + 1 :]
+            if line.endswith(b"\n"):
+                line = line[:-1]
+            yield int(raw[:colon]), line
+        err = proc.stderr.read() if proc.stderr else b""
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stdout:
+            proc.stdout.close()
+        if proc.stderr:
+            proc.stderr.close()
+    if code not in (0, 1):
+        if code < 0:
+            raise UsageError(f"{path}: scan did not finish within {timeout:.0f} s")
+        message = err.decode("utf-8", "replace").strip().splitlines()
+        raise UsageError(f"{path}: cannot read: {message[-1] if message else 'grep failed'}")
+
+
+def candidates(
+    source: Source, needles: list[str], combined: re.Pattern[bytes], *, use_grep: bool = True
+) -> Iterator[tuple[int, bytes]]:
+    """Candidate lines of one source, by the fastest prefilter that applies."""
+    grep = grep_available() if use_grep else None
+    if grep and source.path is not None and not source.gz and source.data is None:
+        if not os.path.isfile(source.path):
+            raise UsageError(f"{source.name}: not a regular file")
+        yield from grep_candidates(source.path, needles, grep)
+        return
+    stream = _open(source)
+    try:
+        yield from python_candidates(stream, combined)
+    except (OSError, EOFError) as exc:  # gzip: truncated or not gzip at all
+        raise UsageError(f"{source.name}: cannot read: {exc}") from exc
+    finally:
+        if source.path is not None or source.data is not None:
+            stream.close()
