@@ -148,6 +148,8 @@ def test_usage_errors(cluster, monkeypatch):
     monkeypatch.delenv("SLURM_NODELIST", raising=False)
     with pytest.raises(UsageError, match="SLURM_JOB_NODELIST"):
         run_nodes(parse(["--nodes", "slurm"]))
+    with pytest.raises(UsageError, match="--nodes needs"):
+        run_nodes(parse(["--nodes", " "]))
     with pytest.raises(UsageError, match="backwards"):
         run_nodes(parse(["--nodes", "node[3-1]"]))
     with pytest.raises(UsageError, match="node-timeout"):

@@ -13,6 +13,7 @@ Tolerant of missing facts: a fact a node does not report is never a difference.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import Counter
 from dataclasses import asdict, dataclass
@@ -36,6 +37,10 @@ CONSENSUS_FACTS = (
 CONSENSUS_PROBES = ("versions", "env")  # every fact of these probes
 # env facts that differ per node by design, never a finding
 _PER_NODE_WORDS = ("RANK", "SLURM", "HOSTNAME", "NODEID", "LOCALID", "PROCID")
+# derived env facts (human lines, counts of a list already compared): comparing them again
+# would only repeat the same difference
+_DERIVED_ENV = ("findings", "evidence")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 # Severity of a finding kind, highest first: it picks the action of the verdict line.
 _ACTIONS = {
@@ -89,7 +94,7 @@ def node_facts(payload: dict | None) -> dict[str, object]:
                 for var, var_value in value.items():
                     facts[f"env.{var}"] = var_value
             elif name == "env" and isinstance(value, list) and value and all(
-                isinstance(v, str) and "=" in v for v in value
+                isinstance(v, str) and _ASSIGNMENT.match(v) for v in value
             ):
                 for item in value:
                     var, _, var_value = item.partition("=")
@@ -108,6 +113,8 @@ def _is_consensus_fact(fact: str) -> bool:
     if fact in CONSENSUS_FACTS:
         return True
     if probe not in CONSENSUS_PROBES or name == "status":
+        return False
+    if probe == "env" and (name in _DERIVED_ENV or name.endswith("_count")):
         return False
     return not any(word in name.upper() for word in _PER_NODE_WORDS)
 
@@ -187,7 +194,7 @@ def _memory_findings(facts_by_host: dict[str, dict[str, object]]) -> list[Findin
     if len(used) < 3:
         return []
     typical = statistics.median(used.values())
-    margin = max(2048.0, typical * 0.5)
+    margin = max(4096.0, typical * 0.25)  # pipeline stages differ; a stray process adds more
     return [
         Finding(host, "stray-process",
                 f"{value / 1024:.0f} GiB GPU memory in use vs {typical / 1024:.0f} GiB typical",
@@ -261,7 +268,7 @@ def _probe_status_findings(facts_by_host: dict[str, dict[str, object]],
 def _verdict(host: str, findings: list[Finding]) -> str:
     kinds = sorted({f.kind for f in findings}, key=_SEVERITY.index)
     env = [f.message for f in findings if f.kind == "environment"]
-    reasons = [f.message for f in findings if f.kind != "environment"]
+    reasons = list(dict.fromkeys(f.message for f in findings if f.kind != "environment"))
     if env:
         reasons.append("environment differs: " + ", ".join(env))
     return f"{host}: {'; '.join(reasons)} — {_ACTIONS[kinds[0]]}"

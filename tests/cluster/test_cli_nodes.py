@@ -1,0 +1,57 @@
+"""`trainmedic probe --nodes ...` through the real command line (subprocess, fake srun/ssh)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .fakecluster import HEALTHY, FakeCluster, patched
+
+
+def trainmedic(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "trainmedic", *argv], capture_output=True,
+                          text=True, timeout=60, env=dict(os.environ))
+
+
+@pytest.fixture
+def cluster(tmp_path, monkeypatch):
+    fake = FakeCluster(tmp_path, monkeypatch)
+    for host in HEALTHY[:5]:
+        fake.node(host, indent=2)
+    fake.node("node06", patched("node06", kernel_xid={"count": 2, "codes": [79, 45],
+                                                      "fatal": True, "fallen_off_bus": True}))
+    return fake
+
+
+def test_json_through_srun(cluster, monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[01-06]")
+    done = trainmedic("probe", "--nodes", "slurm", "--json", "gpu", "kernel-xid")
+    assert done.returncode == 1, done.stderr
+    result = json.loads(done.stdout)
+    assert result["bad_nodes"] == ["node06"]
+    assert result["verdicts"] == [
+        "node06: Xid 79 in dmesg (GPU fell off the bus) — drain it"]
+
+
+def test_table_through_ssh(cluster):
+    done = trainmedic("probe", "--nodes", "node[01-05]")
+    assert done.returncode == 0, done.stderr
+    assert "All nodes agree" in done.stdout and "node[01-05] (5)" in done.stdout
+
+
+@pytest.mark.parametrize("spec", ["node[3-1]", "node[01-", "node[a-c]", "node[1-99999999]"])
+def test_bad_spec_is_a_one_line_usage_error(cluster, spec):
+    done = trainmedic("probe", "--nodes", spec)
+    assert done.returncode == 2
+    assert done.stderr.startswith("trainmedic: error: ") and done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_unknown_probe_name_is_refused_before_fan_out(cluster):
+    done = trainmedic("probe", "--nodes", "node[01-02]", "nosuchprobe")
+    assert done.returncode == 2 and "unknown probe 'nosuchprobe'" in done.stderr
+    assert cluster.calls() == []
