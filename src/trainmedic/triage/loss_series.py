@@ -308,12 +308,13 @@ class LossTracker:
         if a.first_step is None:
             a.first_step = step
         a.last_step, a.last_loss = step, value
-        self._keep(step, value)
         if not math.isfinite(value):
+            self._keep(step, value, force=True)
             self._nan(step)
             return
         spike = self._open
         outlier, base = self._loss.is_outlier(value)
+        self._keep(step, value, force=outlier)
         if outlier:
             if spike is None:
                 if len(a.spikes) < MAX_EVENTS:
@@ -328,13 +329,16 @@ class LossTracker:
             self._open = None
         self._loss.add(value)
 
-    def _keep(self, step: int, value: float) -> None:
-        """Bounded series for drawing: decimate by 2 when full, keeping the larger value."""
+    def _keep(self, step: int, value: float, *, force: bool) -> None:
+        """Bounded series for drawing: decimate by 2 when full, keeping the larger value.
+
+        Spike and NaN points are always kept, so a sparkline can mark them.
+        """
         a = self.analysis
         if step == self._last_step:
             return
         self._last_step = step
-        if a.count % a.stride and not (not math.isfinite(value) or self._open is not None):
+        if a.count % a.stride and not force:
             return
         a.points.append((step, value))
         if len(a.points) >= MAX_POINTS:

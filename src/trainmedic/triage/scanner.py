@@ -49,13 +49,25 @@ def _mib(groups: tuple[str | None, ...]) -> float | None:
     return round(float(vals[0]) * _UNITS[vals[1]], 2)
 
 
+_METRIC_LINE = re.compile(r"\biteration\s+\d+\s*/\s*\d+\s*\||^\s*\{'(?:loss|eval_loss|train_runtime)'")
+
+
 def _redactor():
-    """`trainmedic.redact.redact_text` when the probes package provides it, else identity."""
+    """`trainmedic.redact.redact_text` when the probes package provides it, else identity.
+
+    Metric lines (Megatron iteration lines, HF Trainer log dicts) are machine-formatted numbers:
+    they are passed through, because `consumed tokens: 88899584` looks like a secret-named
+    assignment to a generic redactor.
+    """
     try:
         from trainmedic.redact import redact_text
     except ImportError:  # pragma: no cover - depends on another engineer's module
         return lambda text: text
-    return redact_text
+
+    def redact(text: str) -> str:
+        return text if _METRIC_LINE.search(text) else redact_text(text)
+
+    return redact
 
 
 @dataclass
