@@ -1,0 +1,55 @@
+from trainmedic.redact import REDACTED, is_secret_name, redact_env, redact_text
+
+SECRETS = {
+    "HF_TOKEN": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "WANDB_API_KEY": "4f1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9c",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "GITHUB_TOKEN": "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB",
+    "DB_PASSWORD": "hunter2-correct-horse",
+}
+
+
+def test_secret_names_are_recognised_and_tokenizer_settings_are_not():
+    for name in [*SECRETS, "OPENAI_API_KEY", "NCCL_IB_PKEY_AUTH_TOKEN", "MY_SECRET", "PASSWD"]:
+        assert is_secret_name(name), name
+    for name in ["TOKENIZERS_PARALLELISM", "NCCL_DEBUG", "MASTER_ADDR", "GIT_AUTHOR_NAME"]:
+        assert not is_secret_name(name), name
+
+
+def test_redact_env_hides_values_of_secret_names_and_keeps_others():
+    env = {**SECRETS, "NCCL_DEBUG": "INFO", "MASTER_ADDR": "tcp://bob:s3cr3tpw@node01:29500"}
+    out = redact_env(env)
+    for name in SECRETS:
+        assert out[name] == REDACTED
+    assert out["NCCL_DEBUG"] == "INFO"
+    assert out["MASTER_ADDR"] == f"tcp://{REDACTED}@node01:29500"
+
+
+def test_redact_text_covers_assignments_urls_bearer_and_token_shapes():
+    text = "\n".join(
+        [
+            "export HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+            'config: {"wandb_api_key": "4f1c2d3e4f5a6b7c8d9e0f1a"}',
+            "AWS_SECRET_ACCESS_KEY: wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "git clone https://alice:pa55word@github.com/org/repo.git",
+            "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9abcdefgh",
+            "loaded token ghp_1234567890abcdefghijklmnopqrstuvwxyzAB from cache",
+            "key id AKIAIOSFODNN7EXAMPLE and sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX",
+            "NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+        ]
+    )
+    out = redact_text(text)
+    for secret in [
+        "hf_AbCdEf", "4f1c2d3e", "wJalrXUtn", "pa55word", "eyJhbGci", "ghp_1234", "AKIAIOSF",
+        "sk-proj-ABC",
+    ]:
+        assert secret not in out, secret
+    assert "https://<redacted>@github.com/org/repo.git" in out
+    assert "NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>" in out  # no false positive
+
+
+def test_redact_text_is_idempotent_and_handles_empty():
+    once = redact_text("PASSWORD=abc123")
+    assert once == f"PASSWORD={REDACTED}"
+    assert redact_text(once) == once
+    assert redact_text("") == ""

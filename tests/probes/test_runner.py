@@ -1,0 +1,128 @@
+import threading
+import time
+
+import pytest
+
+from trainmedic.probes import runner
+from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.registry import ProbeSpec, declared_facts, get_probe, probe_names
+from trainmedic.probes.runner import evidence_of, facts_of, run_probes, run_specs
+
+from .helpers import check_types
+
+RELEASE = threading.Event()
+
+
+def quick(name: str, status: str = "ok"):
+    def probe(budget: Budget) -> ProbeResult:
+        return ProbeResult(name, status, f"{name} done", {"value": 1}, evidence={"value": "one"})
+
+    return ProbeSpec(name, "test", 1.0, {"value": "int"}, func=probe)
+
+
+def stuck(name: str, timeout: float = 0.4):
+    def probe(budget: Budget) -> ProbeResult:
+        RELEASE.wait(60)  # ignores its budget, like a thread stuck in a system call
+        return ProbeResult(name, "ok", "late")
+
+    return ProbeSpec(name, "test", timeout, {}, func=probe)
+
+
+def crashing(name: str):
+    def probe(budget: Budget) -> ProbeResult:
+        raise RuntimeError("boom")
+
+    return ProbeSpec(name, "test", 1.0, {}, func=probe)
+
+
+@pytest.fixture(autouse=True)
+def _release_stuck_threads():
+    RELEASE.clear()
+    yield
+    RELEASE.set()
+
+
+def test_results_come_back_in_the_order_asked():
+    results = run_specs([quick("b"), quick("a"), quick("c")])
+    assert [r.name for r in results] == ["b", "a", "c"]
+    assert all(r.duration_s >= 0 for r in results)
+
+
+def test_stuck_probes_are_abandoned_at_their_own_deadline():
+    specs = [stuck("s1"), quick("q1"), stuck("s2"), stuck("s3"), quick("q2")]
+    start = time.monotonic()
+    results = run_specs(specs)
+    elapsed = time.monotonic() - start
+    by_name = {r.name: r for r in results}
+    for name in ("s1", "s2", "s3"):
+        assert by_name[name].status == "unavailable"
+        assert by_name[name].summary == "timed out after 0.4s"
+    assert by_name["q1"].status == by_name["q2"].status == "ok"
+    # three hanging probes cost one timeout (plus grace), not three
+    assert elapsed < 0.4 + runner.GRACE_S + 0.5
+
+
+def test_a_crashing_probe_fails_alone():
+    results = run_specs([crashing("bad"), quick("good")])
+    assert results[0].status == "fail" and "RuntimeError: boom" in results[0].summary
+    assert results[1].status == "ok"
+
+
+def test_timeout_argument_and_environment_override_spec_timeouts(monkeypatch):
+    spec = stuck("s", timeout=30.0)
+    start = time.monotonic()
+    assert run_specs([spec], timeout=0.2)[0].summary == "timed out after 0.2s"
+    monkeypatch.setenv("TRAINMEDIC_PROBE_TIMEOUT", "0.3")
+    assert run_specs([spec])[0].summary == "timed out after 0.3s"
+    assert time.monotonic() - start < 3
+
+
+def test_unknown_names_come_back_unavailable_instead_of_raising():
+    result = run_probes(["no-such-probe"])[0]
+    assert result.status == "unavailable" and "no-such-probe" in result.summary
+
+
+def test_raw_and_summary_are_redacted_by_the_runner():
+    def leaky(budget: Budget) -> ProbeResult:
+        return ProbeResult("leaky", "ok", "HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUv", raw="PASSWORD=x1")
+
+    result = run_specs([ProbeSpec("leaky", "t", 1.0, {}, func=leaky)])[0]
+    assert "hf_AbC" not in result.summary and "x1" not in result.raw
+
+
+def test_facts_and_evidence_are_keyed_probe_dot_fact():
+    results = run_specs([quick("alpha"), quick("beta")])
+    assert facts_of(results) == {"alpha.value": 1, "beta.value": 1}
+    assert evidence_of(results)["alpha.value"] == "one"
+
+
+def test_registry_declares_the_contract_facts_with_valid_types():
+    facts = declared_facts()
+    assert set(probe_names()) == set(facts)
+    required = {
+        "gpu": ["count", "expected", "missing", "max_memory_fraction", "max_memory_used_mib",
+                "min_memory_total_mib", "ecc_uncorrected", "max_temperature_c", "throttled",
+                "remap_pending", "reset_required", "mig_enabled", "driver_ok", "driver_version"],
+        "gpu-processes": ["count", "max_per_gpu", "total_memory_mib"],
+        "topology": ["gpu_count", "nvlink", "pairs_via_cpu"],
+        "env": ["myth_vars", "myth_count", "launch_blocking", "max_connections_one",
+                "nccl_debug", "socket_ifname_set", "ib_disabled", "master_addr_set",
+                "expandable_segments", "async_error_handling", "trace_buffer_set"],
+        "versions": ["python", "torch", "torch_cuda", "nccl", "transformer_engine",
+                     "flash_attn", "apex", "megatron_core", "deepspeed"],
+        "kernel-xid": ["count", "codes", "fatal", "fallen_off_bus", "ecc"],
+        "infiniband": ["ports", "ports_down", "min_rate_gbps"],
+        "rendezvous": ["master_addr_resolves", "master_port_open", "port_in_use_locally"],
+    }
+    for probe, names in required.items():
+        assert set(names) <= set(facts[probe]), probe
+    for probe in facts.values():
+        assert set(probe.values()) <= {"int", "float", "bool", "str", "list"}
+    assert get_probe("gpu").timeout > 0
+    with pytest.raises(KeyError):
+        get_probe("nope")
+
+
+def test_every_probe_on_this_machine_returns_declared_facts():
+    for result in run_probes(timeout=5):
+        check_types(result)
