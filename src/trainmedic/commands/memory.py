@@ -1,0 +1,28 @@
+"""`trainmedic memory`: theoretical per-GPU memory of a Megatron-style configuration."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from trainmedic.memory.checks import run_checks
+from trainmedic.memory.inputs import add_common_arguments, capacity_from_args, load_config
+from trainmedic.memory.model import estimate
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    cfg, _cmd = load_config(args)
+    capacity, source = capacity_from_args(args)
+    report = estimate(cfg, capacity_mib=capacity, capacity_source=source)
+    report.checks = run_checks(cfg)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=2))
+    else:
+        from trainmedic.memory.render import print_memory
+
+        print_memory(report)
+    return 0

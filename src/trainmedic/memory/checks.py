@@ -1,0 +1,97 @@
+"""Configuration checks that make Megatron fail at launch, or silently do something else.
+
+Each check is a plain dict `{"name", "status": pass|warn|fail, "message"}` so the preflight
+checklist, `--json` and the TUI can show them without knowing this module.
+"""
+
+from __future__ import annotations
+
+from trainmedic.memory.config import MemoryConfig
+
+
+def _check(name: str, ok: bool, good: str, bad: str, *, severity: str = "fail") -> dict[str, str]:
+    return {"name": name, "status": "pass" if ok else severity, "message": good if ok else bad}
+
+
+def run_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
+    """Divisibility, batch arithmetic, world size, sequence parallel, vocab padding, GQA."""
+    t, p, cp = cfg.tp, cfg.pp, cfg.cp
+    a, g, layers = cfg.num_attention_heads, cfg.effective_query_groups, cfg.num_layers
+    out = [
+        _check("heads-divisible-by-tp", a % t == 0,
+               f"{a} attention heads / TP {t} = {a // t} per rank",
+               f"--num-attention-heads {a} is not divisible by --tensor-model-parallel-size {t}"),
+    ]
+    if cfg.group_query_attention and not cfg.multi_latent_attention:
+        out.append(_check(
+            "query-groups-divisible-by-tp", g % t == 0,
+            f"{g} query groups / TP {t} = {max(1, g // t)} per rank",
+            f"--num-query-groups {g} is not divisible by --tensor-model-parallel-size {t}"))
+    elif cfg.num_query_groups and cfg.num_query_groups != a and not cfg.multi_latent_attention:
+        out.append({
+            "name": "query-groups-ignored", "status": "warn",
+            "message": f"--num-query-groups {cfg.num_query_groups} has no effect without "
+                       f"--group-query-attention: Megatron builds {a} KV heads (plain MHA)",
+        })
+    out.append(_check(
+        "layers-divisible-by-pp", layers % p == 0,
+        f"{layers} layers / PP {p} = {layers // p} per stage",
+        f"--num-layers {layers} is not divisible by --pipeline-model-parallel-size {p}"))
+    per_stage = cfg.num_layers_per_virtual_pipeline_stage
+    if per_stage:
+        ok = p > 1 and (layers // p) % per_stage == 0
+        out.append(_check(
+            "layers-divisible-by-virtual-stages", ok,
+            f"{layers // p} layers per stage in chunks of {per_stage}",
+            f"--num-layers-per-virtual-pipeline-stage {per_stage} needs PP > 1 and must divide "
+            f"the {layers // max(p, 1)} layers of each pipeline stage"))
+    if cfg.num_virtual_stages_per_pipeline_rank:
+        v = cfg.num_virtual_stages_per_pipeline_rank
+        out.append(_check(
+            "layers-divisible-by-virtual-stages", p > 1 and layers % (p * v) == 0,
+            f"{layers} layers = PP {p} x {v} virtual stages x {layers // (p * v) if p * v else 0}",
+            f"--num-layers {layers} is not divisible by PP {p} x {v} virtual stages"))
+    model = t * p * cp
+    world = cfg.effective_world_size
+    out.append(_check(
+        "world-size", world % model == 0,
+        f"world {world} = TP {t} x PP {p} x CP {cp} x DP {world // model}",
+        f"world size {world} is not divisible by TP {t} x PP {p} x CP {cp} = {model}"))
+    if cfg.global_batch_size:
+        dp, mbs, gbs = cfg.data_parallel_size, cfg.micro_batch_size, cfg.global_batch_size
+        ok = gbs % (mbs * dp) == 0
+        out.append(_check(
+            "global-batch", ok,
+            f"global batch {gbs} = micro batch {mbs} x DP {dp} x {gbs // (mbs * dp)} accumulation "
+            "steps",
+            f"--global-batch-size {gbs} is not divisible by micro batch {mbs} x DP {dp} "
+            f"= {mbs * dp}"))
+    if cfg.sequence_parallel:
+        out.append(_check(
+            "sequence-parallel-needs-tp", t > 1, "sequence parallelism over TP ranks",
+            "--sequence-parallel with TP 1: Megatron silently turns it off", severity="warn"))
+    if cp > 1:
+        out.append(_check(
+            "seq-length-divisible-by-2cp", cfg.seq_length % (2 * cp) == 0,
+            f"--seq-length {cfg.seq_length} splits into 2 x CP {cp} chunks",
+            f"--seq-length {cfg.seq_length} is not divisible by 2 x --context-parallel-size {cp}"))
+    if cfg.num_experts:
+        ep = cfg.expert_model_parallel_size
+        out.append(_check(
+            "experts-divisible-by-ep", cfg.num_experts % ep == 0,
+            f"{cfg.num_experts} experts / EP {ep}",
+            f"--num-experts {cfg.num_experts} is not divisible by --expert-model-parallel-size "
+            f"{ep}"))
+    if cfg.fp16 and cfg.bf16:
+        out.append({"name": "precision", "status": "fail",
+                    "message": "--fp16 and --bf16 are both set; Megatron refuses this"})
+    vocab, padded = cfg.effective_vocab_size, cfg.padded_vocab_size
+    multiple = cfg.make_vocab_size_divisible_by * t
+    extra = padded - vocab
+    out.append(_check(
+        "vocab-padding", extra <= 0.02 * vocab,
+        f"vocabulary {vocab} padded to {padded} (multiple of {cfg.make_vocab_size_divisible_by}"
+        f" x TP {t} = {multiple}); checkpoints converted at another TP pad differently",
+        f"vocabulary {vocab} padded to {padded} (multiple of {multiple}): {extra} unused rows; "
+        "lower --make-vocab-size-divisible-by", severity="warn"))
+    return out

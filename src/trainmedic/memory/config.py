@@ -1,0 +1,381 @@
+"""A Megatron-style training configuration, read from Megatron's own argument names.
+
+Megatron has hundreds of flags; we read the few that decide memory and launch-time validity
+with a small parser of our own (no Megatron import), keep Megatron's defaults, and record every
+flag we ignored so the user sees what was not taken into account.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+from trainmedic.errors import UsageError
+
+REQUIRED = ("num_layers", "hidden_size", "num_attention_heads", "seq_length")
+
+# Vocabulary sizes of tokenizers whose size the flags do not state (assumed, with a note).
+GPT2_VOCAB = 50257
+TOKENIZER_VOCAB = {
+    "GPT2BPETokenizer": GPT2_VOCAB,
+    "Llama2Tokenizer": 32000,
+}
+
+
+@dataclass
+class MemoryConfig:
+    """Inputs of the memory model, named after Megatron's `args` attributes."""
+
+    num_layers: int = 0
+    hidden_size: int = 0
+    num_attention_heads: int = 0
+    seq_length: int = 0
+    kv_channels: int | None = None
+    group_query_attention: bool = False
+    num_query_groups: int | None = None
+    ffn_hidden_size: int | None = None
+    swiglu: bool = False
+    normalization: str = "LayerNorm"
+    vocab_size: int | None = None
+    make_vocab_size_divisible_by: int = 128
+    untie_embeddings_and_output_weights: bool = False
+    tensor_model_parallel_size: int = 1
+    pipeline_model_parallel_size: int = 1
+    num_layers_per_virtual_pipeline_stage: int | None = None
+    num_virtual_stages_per_pipeline_rank: int | None = None
+    context_parallel_size: int = 1
+    expert_model_parallel_size: int = 1
+    expert_tensor_parallel_size: int | None = None
+    world_size: int | None = None
+    use_distributed_optimizer: bool = False
+    micro_batch_size: int = 1
+    global_batch_size: int | None = None
+    sequence_parallel: bool = False
+    recompute_granularity: str | None = None
+    recompute_method: str | None = None
+    recompute_num_layers: int | None = None
+    num_experts: int | None = None
+    moe_ffn_hidden_size: int | None = None
+    moe_shared_expert_intermediate_size: int | None = None
+    moe_layer_freq: int | list[int] = 1
+    moe_router_topk: int = 2
+    moe_latent_size: int | None = None
+    add_bias_linear: bool = True
+    moe_shared_expert_gate: bool = False
+    mtp_num_layers: int | None = None
+    multi_latent_attention: bool = False
+    q_lora_rank: int | None = None
+    kv_lora_rank: int = 32
+    qk_head_dim: int = 128
+    qk_pos_emb_head_dim: int = 64
+    v_head_dim: int = 128
+    fp16: bool = False
+    bf16: bool = False
+    fp8: str | None = None
+    fp8_param_gather: bool = False
+    tokenizer_type: str | None = None
+    notes: list[str] = field(default_factory=list, compare=False)
+    ignored_args: list[str] = field(default_factory=list, compare=False)
+
+    # ---- values Megatron derives in arguments.py -------------------------------------------
+    @property
+    def tp(self) -> int:
+        return self.tensor_model_parallel_size
+
+    @property
+    def pp(self) -> int:
+        return self.pipeline_model_parallel_size
+
+    @property
+    def cp(self) -> int:
+        return self.context_parallel_size
+
+    @property
+    def etp(self) -> int:
+        return self.expert_tensor_parallel_size or self.tensor_model_parallel_size
+
+    @property
+    def effective_world_size(self) -> int:
+        """The world size; without one, the smallest that holds the model (DP = 1)."""
+        return self.world_size or self.tp * self.pp * self.cp
+
+    @property
+    def data_parallel_size(self) -> int:
+        return max(1, self.effective_world_size // (self.tp * self.pp * self.cp))
+
+    @property
+    def effective_kv_channels(self) -> int:
+        return self.kv_channels or self.hidden_size // self.num_attention_heads
+
+    @property
+    def effective_query_groups(self) -> int:
+        """Megatron ignores --num-query-groups unless --group-query-attention is given."""
+        if self.group_query_attention and self.num_query_groups:
+            return self.num_query_groups
+        return self.num_attention_heads
+
+    @property
+    def effective_ffn_hidden_size(self) -> int:
+        if self.ffn_hidden_size:
+            return self.ffn_hidden_size
+        if self.swiglu:
+            return int((4 * self.hidden_size * 2 / 3) / 64) * 64
+        return 4 * self.hidden_size
+
+    @property
+    def effective_vocab_size(self) -> int:
+        if self.vocab_size:
+            return self.vocab_size
+        return TOKENIZER_VOCAB.get(self.tokenizer_type or "", GPT2_VOCAB)
+
+    @property
+    def padded_vocab_size(self) -> int:
+        multiple = self.make_vocab_size_divisible_by * self.tp
+        return int(math.ceil(self.effective_vocab_size / multiple) * multiple)
+
+    @property
+    def virtual_pipeline_size(self) -> int | None:
+        if self.pp <= 1:
+            return None
+        if self.num_virtual_stages_per_pipeline_rank:
+            return self.num_virtual_stages_per_pipeline_rank
+        if self.num_layers_per_virtual_pipeline_stage:
+            return (self.num_layers // self.pp) // self.num_layers_per_virtual_pipeline_stage
+        return None
+
+    @property
+    def global_batch(self) -> int:
+        return self.global_batch_size or self.micro_batch_size * self.data_parallel_size
+
+    @property
+    def num_microbatches(self) -> int:
+        return max(1, self.global_batch // (self.micro_batch_size * self.data_parallel_size))
+
+    @property
+    def precision(self) -> str:
+        return "fp16" if self.fp16 else "bf16" if self.bf16 else "fp32"
+
+    def replace(self, **changes: object) -> MemoryConfig:
+        """A changed copy (suggestions re-run the model on these)."""
+        return dataclasses.replace(self, notes=[], ignored_args=[], **changes)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, object]:
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data.pop("notes")
+        data.pop("ignored_args")
+        data["derived"] = {
+            "data_parallel_size": self.data_parallel_size,
+            "world_size": self.effective_world_size,
+            "kv_channels": self.effective_kv_channels,
+            "num_query_groups": self.effective_query_groups,
+            "ffn_hidden_size": self.effective_ffn_hidden_size,
+            "vocab_size": self.effective_vocab_size,
+            "padded_vocab_size": self.padded_vocab_size,
+            "virtual_pipeline_model_parallel_size": self.virtual_pipeline_size,
+            "global_batch_size": self.global_batch,
+            "num_microbatches": self.num_microbatches,
+            "expert_tensor_parallel_size": self.etp,
+        }
+        return data
+
+
+# flag -> (field, kind).  kind: int, str, true, false, freq, opt (optional-value str)
+_INT = "int"
+FLAGS: dict[str, tuple[str, str]] = {
+    "--num-layers": ("num_layers", _INT),
+    "--hidden-size": ("hidden_size", _INT),
+    "--num-attention-heads": ("num_attention_heads", _INT),
+    "--seq-length": ("seq_length", _INT),
+    "--kv-channels": ("kv_channels", _INT),
+    "--group-query-attention": ("group_query_attention", "true"),
+    "--num-query-groups": ("num_query_groups", _INT),
+    "--ffn-hidden-size": ("ffn_hidden_size", _INT),
+    "--swiglu": ("swiglu", "true"),
+    "--normalization": ("normalization", "str"),
+    "--vocab-size": ("vocab_size", _INT),
+    "--make-vocab-size-divisible-by": ("make_vocab_size_divisible_by", _INT),
+    "--untie-embeddings-and-output-weights": ("untie_embeddings_and_output_weights", "true"),
+    "--tensor-model-parallel-size": ("tensor_model_parallel_size", _INT),
+    "--pipeline-model-parallel-size": ("pipeline_model_parallel_size", _INT),
+    "--num-layers-per-virtual-pipeline-stage": ("num_layers_per_virtual_pipeline_stage", _INT),
+    "--num-virtual-stages-per-pipeline-rank": ("num_virtual_stages_per_pipeline_rank", _INT),
+    "--context-parallel-size": ("context_parallel_size", _INT),
+    "--expert-model-parallel-size": ("expert_model_parallel_size", _INT),
+    "--expert-tensor-parallel-size": ("expert_tensor_parallel_size", _INT),
+    "--world-size": ("world_size", _INT),
+    "--use-distributed-optimizer": ("use_distributed_optimizer", "true"),
+    "--micro-batch-size": ("micro_batch_size", _INT),
+    "--global-batch-size": ("global_batch_size", _INT),
+    "--sequence-parallel": ("sequence_parallel", "true"),
+    "--recompute-granularity": ("recompute_granularity", "str"),
+    "--recompute-activations": ("recompute_granularity", "selective"),
+    "--recompute-method": ("recompute_method", "str"),
+    "--recompute-num-layers": ("recompute_num_layers", _INT),
+    "--num-experts": ("num_experts", _INT),
+    "--moe-ffn-hidden-size": ("moe_ffn_hidden_size", _INT),
+    "--moe-shared-expert-intermediate-size": ("moe_shared_expert_intermediate_size", _INT),
+    "--moe-layer-freq": ("moe_layer_freq", "freq"),
+    "--moe-router-topk": ("moe_router_topk", _INT),
+    "--moe-latent-size": ("moe_latent_size", _INT),
+    "--add-bias-linear": ("add_bias_linear", "true"),
+    "--disable-bias-linear": ("add_bias_linear", "false"),
+    "--moe-shared-expert-gate": ("moe_shared_expert_gate", "true"),
+    "--mtp-num-layers": ("mtp_num_layers", _INT),
+    "--multi-latent-attention": ("multi_latent_attention", "true"),
+    "--q-lora-rank": ("q_lora_rank", _INT),
+    "--kv-lora-rank": ("kv_lora_rank", _INT),
+    "--qk-head-dim": ("qk_head_dim", _INT),
+    "--qk-pos-emb-head-dim": ("qk_pos_emb_head_dim", _INT),
+    "--v-head-dim": ("v_head_dim", _INT),
+    "--fp16": ("fp16", "true"),
+    "--bf16": ("bf16", "true"),
+    "--fp8-format": ("fp8", "str"),
+    "--fp8-param-gather": ("fp8_param_gather", "true"),
+    "--tokenizer-type": ("tokenizer_type", "str"),
+}
+# Short Megatron aliases people use in scripts.
+ALIASES = {
+    "--tensor-parallel-size": "--tensor-model-parallel-size",
+    "--pipeline-parallel-size": "--pipeline-model-parallel-size",
+    "--expert-parallel-size": "--expert-model-parallel-size",
+    "--sequence-length": "--seq-length",
+}
+
+
+def parse_moe_layer_freq(text: str) -> int | list[int]:
+    """An int, or a list such as `[0]*3+[1]*29` / `([0]+[1]*3)*2` (Megatron's own syntax)."""
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = _eval_list_expr(ast.parse(text, mode="eval").body)
+    except (SyntaxError, ValueError, TypeError, RecursionError) as exc:
+        raise UsageError(f"--moe-layer-freq: cannot read {text!r}") from exc
+    if not isinstance(value, list) or not all(v in (0, 1) for v in value):
+        raise UsageError(f"--moe-layer-freq: expected an int or a list of 0/1, got {text!r}")
+    return value
+
+
+def _eval_list_expr(node: ast.AST) -> int | list[int]:
+    """Evaluate int / list literals joined by + and * without eval()."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.List):
+        return [int(_eval_list_expr(e)) for e in node.elts]  # type: ignore[arg-type]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
+        left, right = _eval_list_expr(node.left), _eval_list_expr(node.right)
+        if isinstance(node.op, ast.Add):
+            return left + right  # type: ignore[operator]
+        if isinstance(left, list) and isinstance(right, int) and right <= 100_000:
+            return left * right
+        if isinstance(right, list) and isinstance(left, int) and left <= 100_000:
+            return right * left
+        if isinstance(left, int) and isinstance(right, int):
+            return left * right
+    raise ValueError("unsupported expression")
+
+
+def _split_flag(token: str) -> tuple[str, str | None]:
+    if token.startswith("--") and "=" in token:
+        name, value = token.split("=", 1)
+        return name, value
+    return token, None
+
+
+def _is_flag(token: str) -> bool:
+    return token.startswith("--") and len(token) > 2
+
+
+def config_from_args(argv: list[str], *, config: MemoryConfig | None = None) -> MemoryConfig:
+    """Read Megatron arguments (`--num-layers 80 ...`); unknown flags are skipped with a note.
+
+    Underscore spellings (`--num_layers`) are accepted like Megatron's argparse does not, because
+    scripts for forks use them. Call `require()` afterwards to check the required ones.
+    """
+    cfg = config or MemoryConfig()
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        i += 1
+        if not _is_flag(token):
+            continue
+        name, inline = _split_flag(token)
+        name = name.replace("_", "-")
+        name = ALIASES.get(name, name)
+        if name not in FLAGS:
+            cfg.ignored_args.append(name)
+            if inline is None:
+                while i < len(argv) and not _is_flag(argv[i]):
+                    i += 1
+            continue
+        attr, kind = FLAGS[name]
+        if kind in ("true", "false"):
+            setattr(cfg, attr, kind == "true")
+            continue
+        if kind == "selective":
+            setattr(cfg, attr, "selective")
+            continue
+        if inline is not None:
+            value = inline
+        elif i < len(argv) and not _is_flag(argv[i]):
+            value = argv[i]
+            i += 1
+        else:
+            raise UsageError(f"{name} needs a value")
+        setattr(cfg, attr, _convert(name, kind, value))
+    return cfg
+
+
+def _convert(name: str, kind: str, value: str) -> object:
+    value = value.strip().strip("'\"")
+    if kind == _INT:
+        try:
+            return int(value)
+        except ValueError:
+            raise UsageError(f"{name}: expected an integer, got {value!r}") from None
+    if kind == "freq":
+        return parse_moe_layer_freq(value)
+    return value
+
+
+def require(cfg: MemoryConfig) -> MemoryConfig:
+    """Raise a one-line error naming every missing required argument; validate the rest."""
+    missing = ["--" + name.replace("_", "-") for name in REQUIRED if not getattr(cfg, name)]
+    if missing:
+        raise UsageError("missing required argument(s): " + ", ".join(missing))
+    for attr in (
+        "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+        "expert_model_parallel_size", "micro_batch_size", "num_layers", "hidden_size",
+        "num_attention_heads", "seq_length",
+    ):
+        if getattr(cfg, attr) < 1:
+            raise UsageError(f"--{attr.replace('_', '-')} must be at least 1")
+    for attr in ("world_size", "global_batch_size", "num_experts", "expert_tensor_parallel_size"):
+        value = getattr(cfg, attr)
+        if value is not None and value < 1:
+            raise UsageError(f"--{attr.replace('_', '-')} must be at least 1")
+    if cfg.recompute_granularity not in (None, "full", "selective"):
+        got = cfg.recompute_granularity
+        raise UsageError(f"--recompute-granularity: expected full or selective, got {got!r}")
+    if isinstance(cfg.moe_layer_freq, list) and cfg.num_experts and (
+        len(cfg.moe_layer_freq) != cfg.num_layers
+    ):
+        raise UsageError(
+            f"--moe-layer-freq lists {len(cfg.moe_layer_freq)} layers, --num-layers is "
+            f"{cfg.num_layers}"
+        )
+    if cfg.world_size is None:
+        cfg.notes.append(
+            "world size not given (--world-size, torchrun --nnodes x --nproc-per-node or "
+            f"WORLD_SIZE): assumed TP x PP x CP = {cfg.effective_world_size} (data parallel 1)"
+        )
+    if not cfg.vocab_size:
+        cfg.notes.append(
+            f"vocabulary size not given: assumed {cfg.effective_vocab_size}"
+            f" ({cfg.tokenizer_type or 'GPT-2'}); pass --vocab-size N for your tokenizer"
+        )
+    return cfg
