@@ -41,7 +41,7 @@ from pathlib import Path
 sys.path.insert(0, {str(Path(__file__).resolve().parents[2] / "src")!r})
 CLUSTER = Path(os.environ["FAKE_CLUSTER"])
 with open(os.environ["FAKE_LOG"], "a") as log:
-    log.write(json.dumps(sys.argv) + "\\n")
+    log.write(json.dumps(dict(pid=os.getpid(), argv=sys.argv)) + "\\n")
 
 def mode(host):
     path = CLUSTER / (host + ".mode")
@@ -151,7 +151,12 @@ class FakeCluster:
     def calls(self) -> list[list[str]]:
         if not self.log.exists():
             return []
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
+        return [json.loads(line)["argv"] for line in self.log.read_text().splitlines()]
+
+    def pids(self) -> list[int]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line)["pid"] for line in self.log.read_text().splitlines()]
 
 
 HEALTHY = [f"node{i:02d}" for i in range(1, 17)]

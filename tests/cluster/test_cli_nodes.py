@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -55,3 +57,36 @@ def test_unknown_probe_name_is_refused_before_fan_out(cluster):
     done = trainmedic("probe", "--nodes", "node[01-02]", "nosuchprobe")
     assert done.returncode == 2 and "unknown probe 'nosuchprobe'" in done.stderr
     assert cluster.calls() == []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("spec", ["slurm", "node[01-06]"])
+def test_ctrl_c_stops_the_fan_out_and_its_children(cluster, monkeypatch, spec):
+    cluster.node("node06", mode="hang")
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "node[01-06]")
+    proc = subprocess.Popen([sys.executable, "-m", "trainmedic", "probe", "--nodes", spec],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while len(cluster.pids()) < (1 if spec == "slurm" else 6) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=15)
+        assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err
+        time.sleep(0.2)
+        assert not [pid for pid in cluster.pids() if _alive(pid)]
+    finally:  # never leave a fake node sleeping behind a failed test
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in cluster.pids():
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)

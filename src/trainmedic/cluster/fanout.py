@@ -328,14 +328,34 @@ def run_bounded(argv: list[str], timeout: float) -> tuple[str, str, int | None, 
     for reader in readers:
         reader.start()
     timed_out = False
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
         _stop(proc)
+    except BaseException:  # Ctrl-C: the child is in its own session and did not see it
+        _stop(proc)
+        raise
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(proc)
     for reader in readers:
         reader.join(timeout=2.0)
     return "".join(out), "".join(err), proc.returncode, timed_out
+
+
+_LIVE: set[subprocess.Popen] = set()  # children still running, for Ctrl-C from another thread
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Stop every fan-out child still running (the ssh workers on Ctrl-C)."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for proc in live:
+        _stop(proc)
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -407,13 +427,19 @@ def fan_out_ssh(
         raise UsageError("a host list needs ssh on PATH (or use --nodes slurm inside Slurm)")
     remote = remote_command(names)
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=max(1, min(width, len(nodes)))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(width, len(nodes))))
+    answers = []
+    try:
         futures = [pool.submit(_ssh_one, host, remote, timeout) for host in nodes]
-        answers = []
         for future in futures:
             answer = future.result()
             if progress:
                 progress(answer)
             answers.append(answer)
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        stop_all()
+        raise
+    pool.shutdown()
     wall = time.monotonic() - started
     return FanoutRun("ssh", nodes, answers, ssh_argv("HOST", remote, SSH_CONNECT_TIMEOUT), wall)
