@@ -7,10 +7,13 @@ middle of a write leaves the previous state whole.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,23 +35,56 @@ def walks_dir() -> Path:
     return state_dir() / "walks"
 
 
+TEMP_SUFFIX = ".tmp"
+STALE_TEMP_S = 3600.0  # a temporary file this old was left by a killed writer
+# A walk id names its file: no separators, no leading dot, nothing a shell or Windows dislikes.
+WALK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
+    """Serialise first, then write a temporary file, fsync it and rename it over `path`.
+
+    Serialising before opening means unserialisable data never touches the disk; the rename is
+    atomic on POSIX and Windows, so readers see the old file or the new one, never a mix.
+    """
+    text = json.dumps(data, indent=1, ensure_ascii=False)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1, ensure_ascii=False)
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename itself durable (a power cut right after must not resurrect the old file)."""
+    if os.name != "posix":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def save_walk(data: dict[str, Any]) -> Path:
     """Save a walk's `to_dict()`; its `id` names the file."""
-    path = walks_dir() / f"{data['id']}.json"
+    walk_id = data.get("id")
+    if not isinstance(walk_id, str) or not WALK_ID_RE.match(walk_id):
+        # An OSError, so front ends that already survive a full or read-only disk survive this.
+        raise OSError(errno.EINVAL, f"walk id {walk_id!r} cannot name a file")
+    path = walks_dir() / f"{walk_id}.json"
     write_json_atomic(path, data)
     return path
 
@@ -82,7 +118,27 @@ def _read(path: Path) -> SavedWalk | Skipped:
     if not isinstance(data, dict) or not isinstance(data.get("id"), str) \
             or not isinstance(data.get("steps"), list):
         return Skipped(path, "not a saved walk")
+    if data.get("version", 1) != 1:
+        return Skipped(path, f"saved by another trainmedic version ({data.get('version')!r})")
     return SavedWalk(path, data)
+
+
+def _sweep_stale_temps(folder: Path) -> None:
+    """Remove temporary files that killed writers left behind (never a live writer's)."""
+    cutoff = time.time() - STALE_TEMP_S
+    for path in folder.glob(f".*{TEMP_SUFFIX}"):
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed since it was read
+        return 0.0
 
 
 def list_walks() -> tuple[list[SavedWalk], list[Skipped]]:
@@ -92,10 +148,19 @@ def list_walks() -> tuple[list[SavedWalk], list[Skipped]]:
         return [], []
     walks: list[SavedWalk] = []
     skipped: list[Skipped] = []
-    for path in folder.glob("*.json"):
+    try:
+        paths = sorted(p for p in folder.iterdir()
+                       if p.suffix == ".json" and not p.name.startswith("."))
+    except OSError as exc:
+        return [], [Skipped(folder, exc.strerror or str(exc))]
+    _sweep_stale_temps(folder)
+    for path in paths:
         result = _read(path)
-        (walks if isinstance(result, SavedWalk) else skipped).append(result)  # type: ignore[arg-type]
-    walks.sort(key=lambda w: (str(w.data.get("updated", "")), w.path.stat().st_mtime), reverse=True)
+        if isinstance(result, SavedWalk):
+            walks.append(result)
+        else:
+            skipped.append(result)
+    walks.sort(key=lambda w: (str(w.data.get("updated", "")), _mtime(w.path), w.id), reverse=True)
     return walks, skipped
 
 
