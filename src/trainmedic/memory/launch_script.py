@@ -8,6 +8,7 @@ options before that file (torchrun, deepspeed, srun) give the world size.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from trainmedic.errors import UsageError
@@ -77,7 +78,12 @@ def find_training_command(commands: list[Command]) -> TrainingCommand | None:
     if chosen is None:
         return None
     cmd, k = chosen
-    return TrainingCommand(cmd.line, cmd.argv[:k], cmd.argv[k], cmd.argv[k + 1 :])
+    args = cmd.argv[k + 1 :]
+    for i, word in enumerate(args):  # a redirection ends the arguments
+        if re.match(r"\d*[<>]", word):
+            args = args[:i]
+            break
+    return TrainingCommand(cmd.line, cmd.argv[:k], cmd.argv[k], args)
 
 
 def _option(argv: list[str], names: tuple[str, ...]) -> str | None:
