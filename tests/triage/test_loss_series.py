@@ -18,7 +18,8 @@ from trainmedic.triage.sparkline import sparkline
 
 def megatron_line(it: int, loss: float, *, grad: float = 0.8, scale: float = 1.0,
                   skipped: int = 0, nans: int = 0) -> str:
-    return (f" [2024-05-01 12:00:00] iteration {it:8d}/  100000 | consumed samples: {it * 512:12d} |"
+    return (f" [2024-05-01 12:00:00] iteration {it:8d}/  100000 | consumed samples: "
+            f"{it * 512:12d} |"
             f" elapsed time per iteration (ms): 4247.9 | learning rate: 2.999E-04 | global batch "
             f"size:   512 | lm loss: {loss:.6E} | loss scale: {scale:.1f} | grad norm: {grad:.3f} |"
             f" number of skipped iterations: {skipped:3d} | number of nan iterations: {nans:3d} |")
@@ -63,7 +64,8 @@ def test_spike_is_found_with_recovery_range_and_checkpoint():
 def test_checkpoint_guess_from_save_interval_only():
     values = decline(1200, seed=2)
     values[1000] *= 4
-    lines = ["  save_interval ......... 250"] + [megatron_line(i + 1, v) for i, v in enumerate(values)]
+    lines = ["  save_interval ......... 250"]
+    lines += [megatron_line(i + 1, v) for i, v in enumerate(values)]
     loss = triage_text("\n".join(lines)).loss
     assert loss.spikes[0].start == 1001
     assert "iteration 1000 (by --save-interval 250)" in loss.recovery(loss.spikes[0])

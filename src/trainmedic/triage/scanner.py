@@ -8,8 +8,10 @@ rank. Every other line is dropped as soon as it is read.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import BinaryIO
 
 from trainmedic.triage import lineinfo
 from trainmedic.triage.loss_series import LossTracker
@@ -20,7 +22,7 @@ from trainmedic.triage.signatures import (
     all_needles,
     needle_index,
 )
-from trainmedic.triage.sources import Source, candidates
+from trainmedic.triage.sources import Source, candidates, python_candidates
 
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
@@ -49,7 +51,9 @@ def _mib(groups: tuple[str | None, ...]) -> float | None:
     return round(float(vals[0]) * _UNITS[vals[1]], 2)
 
 
-_METRIC_LINE = re.compile(r"\biteration\s+\d+\s*/\s*\d+\s*\||^\s*\{'(?:loss|eval_loss|train_runtime)'")
+_METRIC_LINE = re.compile(
+    r"\biteration\s+\d+\s*/\s*\d+\s*\||^\s*\{'(?:loss|eval_loss|train_runtime)'"
+)
 
 
 def _redactor():
@@ -107,13 +111,20 @@ class Scanner:
 
     # ---- driving -------------------------------------------------------------------------
     def scan(self, source: Source) -> None:
+        self._scan(source, candidates(source, self.needles, self._combined_b,
+                                      use_grep=self.use_grep))
+
+    def scan_stream(self, stream: BinaryIO, name: str) -> None:
+        """Scan any binary file-like object (tests feed generated streams of any size)."""
+        self._scan(Source(name=name), python_candidates(stream, self._combined_b))
+
+    def _scan(self, source: Source, lines: Iterator[tuple[int, bytes]]) -> None:
         self.files.append(source.name)
         idx = len(self.files) - 1
         if source.rank is not None:
             self.known_ranks.add(source.rank)
         last_time: list = [None, True]  # last timestamp seen in this source, has_year
-        for lineno, raw in candidates(source, self.needles, self._combined_b,
-                                      use_grep=self.use_grep):
+        for lineno, raw in lines:
             self.candidate_lines += 1
             text = raw.decode("utf-8", "replace")
             for seg in lineinfo.segments(text):

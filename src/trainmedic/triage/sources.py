@@ -22,6 +22,7 @@ from typing import BinaryIO
 from trainmedic.errors import UsageError
 
 CHUNK = 1 << 20
+GREP_MIN_BYTES = 4 << 20  # below this, starting grep costs more than scanning in Python
 MAX_LINE = 8 << 20  # a "line" without a newline longer than this is cut (progress bars)
 SKIP_SUFFIXES = (".pt", ".pth", ".pkl", ".bin", ".safetensors", ".npy", ".npz", ".png", ".jpg",
                  ".jpeg", ".so", ".whl", ".zip", ".tar", ".idx", ".distcp")
@@ -184,8 +185,9 @@ def candidates(
     if grep and source.path is not None and not source.gz and source.data is None:
         if not os.path.isfile(source.path):
             raise UsageError(f"{source.name}: not a regular file")
-        yield from grep_candidates(source.path, needles, grep)
-        return
+        if os.path.getsize(source.path) >= GREP_MIN_BYTES:
+            yield from grep_candidates(source.path, needles, grep)
+            return
     stream = _open(source)
     try:
         yield from python_candidates(stream, combined)
