@@ -30,11 +30,16 @@ def cat_script(*pairs: tuple[str, str], default: str = "") -> str:
 
 
 def pid_alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie waiting for a (container) init to reap it is dead."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 _PY_TYPES = {"int": int, "float": float, "bool": bool, "str": str, "list": list}

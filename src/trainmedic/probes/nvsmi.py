@@ -88,13 +88,15 @@ def failure(name: str, res: CmdResult) -> ProbeResult | None:
         )
     if res.error:
         return ProbeResult(name, "unavailable", f"cannot run nvidia-smi: {res.error}", raw=text)
+    # only the gpu probe declares driver facts; the others just fail with the reason
+    down = {"driver_ok": False, "count": 0} if name == "gpu" else {}
     if _DRIVER_DOWN.search(text):
         return ProbeResult(
             name,
             "fail",
             "nvidia-smi cannot talk to the NVIDIA driver (driver not loaded or crashed)",
-            facts={"driver_ok": False, "count": 0},
-            evidence={"driver_ok": first_line(text)},
+            facts=dict(down),
+            evidence={"driver_ok": first_line(text)} if down else {},
             raw=text,
         )
     init = _NVML_INIT.search(text)
@@ -103,8 +105,8 @@ def failure(name: str, res: CmdResult) -> ProbeResult | None:
             name,
             "fail",
             f"NVML failed to initialize: {init.group(1) or 'unknown reason'}",
-            facts={"driver_ok": False, "count": 0},
-            evidence={"driver_ok": init.group(0).strip()},
+            facts=dict(down),
+            evidence={"driver_ok": init.group(0).strip()} if down else {},
             raw=text,
         )
     return None

@@ -1,0 +1,65 @@
+from trainmedic.probes.env import examine
+from trainmedic.redact import REDACTED
+
+from .helpers import check_types
+
+
+def test_clean_environment_is_ok():
+    result = examine({"NCCL_SOCKET_IFNAME": "ib0", "MASTER_ADDR": "node01", "PATH": "/bin"})
+    check_types(result)
+    assert result.status == "ok"
+    assert result.facts["socket_ifname_set"] is True and result.facts["master_addr_set"] is True
+    assert result.facts["async_error_handling"] is True  # default 3 when unset
+    assert "PATH" not in result.raw  # only variables that matter are listed
+
+
+def test_myths_debug_switches_and_deprecated_names_are_found():
+    env = {
+        "NCCL_TIMEOUT": "3600",
+        "CUDA_LAUNCH_BLOCKING": "1",
+        "NCCL_DEBUG": "info",
+        "TORCH_DISTRIBUTED_DEBUG": "DETAIL",
+        "NCCL_ASYNC_ERROR_HANDLING": "1",
+        "NCCL_IB_DISABLE": "1",
+        "NCCL_IB_HCA": "mlx5_0",
+        "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+        "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True",
+        "PYTORCH_ALLOC_CONF": "max_split_size_mb:512",
+        "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
+    }
+    result = examine(env)
+    check_types(result)
+    f = result.facts
+    assert result.status == "warn"
+    assert f["myth_vars"] == ["NCCL_TIMEOUT"] and f["myth_count"] == 1
+    assert f["launch_blocking"] is True and f["nccl_debug"] == "INFO"
+    assert f["distributed_debug"] == "DETAIL"
+    assert f["deprecated_vars"] == ["NCCL_ASYNC_ERROR_HANDLING"]
+    assert f["ib_disabled"] is True and "NCCL_IB_HCA is also set" in result.evidence["ib_disabled"]
+    assert f["max_connections_one"] is True and f["expandable_segments"] is True
+    assert f["trace_buffer_set"] is True
+    assert any("disagree" in line for line in f["findings"])
+    assert f["finding_count"] == len(f["findings"]) == 7
+    assert "init_process_group(timeout=" in result.evidence["myth_vars"]
+
+
+def test_async_error_handling_off_and_deprecated_fallback():
+    assert examine({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "0"}).facts["async_error_handling"] is False
+    assert examine({"NCCL_ASYNC_ERROR_HANDLING": "0"}).facts["async_error_handling"] is False
+    both = examine({"NCCL_ASYNC_ERROR_HANDLING": "0", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"})
+    assert both.facts["async_error_handling"] is True
+    assert "they differ" in both.evidence["deprecated_vars"]
+
+
+def test_secrets_never_reach_raw_or_evidence():
+    env = {
+        "NCCL_DEBUG": "WARN",
+        "MASTER_ADDR": "tcp://admin:Sup3rS3cret@10.0.0.1",
+        "NCCL_IB_AUTH_TOKEN": "tok-123456789",
+        "HF_TOKEN": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    }
+    result = examine(env)
+    text = result.raw + repr(result.evidence) + result.summary + repr(result.facts)
+    assert "Sup3rS3cret" not in text and "tok-123456789" not in text and "hf_AbCd" not in text
+    assert f"tcp://{REDACTED}@10.0.0.1" in result.raw
+    assert "secret-named variable(s) present" in result.raw
