@@ -1,0 +1,91 @@
+"""`trainmedic report [SESSION] [-o FILE] [--repo PATH] [--probe] [--json] [--list]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from trainmedic.errors import UsageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("session", nargs="?", metavar="SESSION",
+                        help="walk id, id prefix or saved file (default: the latest walk)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    parser.add_argument("--repo", metavar="PATH",
+                        help="framework checkout whose commit and dirty flag go in the report")
+    parser.add_argument("--probe", action="store_true",
+                        help="run the probes now and report their results (replacing saved ones)")
+    parser.add_argument("--json", action="store_true", help="the report's data as JSON")
+    parser.add_argument("--list", action="store_true", help="list saved walks, newest first")
+
+
+def _warn_skipped(skipped) -> None:
+    for item in skipped:
+        print(f"trainmedic: warning: {item}", file=sys.stderr)
+
+
+def _list(as_json: bool) -> int:
+    from trainmedic.state import list_walks
+
+    walks, skipped = list_walks()
+    _warn_skipped(skipped)
+    rows = [{"id": w.id, "tree": str(w.data.get("tree", "")),
+             "updated": str(w.data.get("updated", "")), "finished": bool(w.data.get("finished")),
+             "steps": len(w.data.get("steps") or []), "path": str(w.path)} for w in walks]
+    if as_json:
+        json.dump({"walks": rows, "skipped": [{"path": str(s.path), "reason": s.reason}
+                                              for s in skipped]}, sys.stdout, indent=2)
+        print()
+    elif not rows:
+        print("no saved walks", file=sys.stderr)
+    for row in [] if as_json else rows:
+        done = "fix reached" if row["finished"] else "unfinished"
+        print(f"{row['id']}  {row['tree']}  {row['updated']}  {row['steps']} step(s), {done}")
+    return 0
+
+
+def _fresh_probes() -> list:
+    try:
+        from trainmedic.probes.runner import run_probes
+    except ImportError as exc:
+        raise UsageError(f"--probe: probes are not available ({exc})") from None
+    return run_probes(None)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        return _list(args.json)
+    from trainmedic.export.report import build_report, render_report
+    from trainmedic.state import find_walk
+    from trainmedic.trees import load_forest
+
+    saved, skipped = find_walk(args.session)
+    _warn_skipped(skipped)
+    if saved is None:
+        if args.session:
+            raise UsageError(f"no saved walk '{args.session}' (see `trainmedic report --list`)")
+        raise UsageError("no saved walks yet: run `trainmedic walk TREE` first")
+    repo = None
+    if args.repo:
+        from trainmedic.export.repoinfo import repo_info
+
+        repo = repo_info(args.repo)
+    fresh = _fresh_probes() if args.probe else None
+    forest = load_forest(args.trees)  # a report must work even while some tree has errors
+    if args.json:
+        text = json.dumps(build_report(saved.data, forest, repo=repo, fresh_probes=fresh),
+                          indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = render_report(saved.data, forest, repo=repo, fresh_probes=fresh)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,51 @@
+"""The framework checkout's commit and dirty flag, for the bug-report checklist.
+
+Maintainers' first question is "which commit?"; `git` runs from an argument list with a
+timeout, and any failure is a one-line usage error naming the path.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainmedic.errors import UsageError
+
+GIT_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class RepoInfo:
+    path: str
+    commit: str
+    dirty: bool
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "commit": self.commit, "dirty": self.dirty}
+
+    def __str__(self) -> str:
+        return f"{self.commit}" + (" (dirty: uncommitted changes)" if self.dirty else " (clean)")
+
+
+def _git(path: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
+                              timeout=GIT_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise UsageError("--repo needs git, which is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise UsageError(f"--repo {path}: git did not answer within {GIT_TIMEOUT_S:.0f}s") from None
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or ["git failed"])[-1]
+        raise UsageError(f"--repo {path}: not a git checkout ({why})")
+    return done.stdout
+
+
+def repo_info(path: str | Path) -> RepoInfo:
+    folder = Path(path)
+    if not folder.is_dir():
+        raise UsageError(f"--repo {path}: no such folder")
+    commit = _git(folder, "rev-parse", "HEAD").strip()
+    dirty = bool(_git(folder, "status", "--porcelain", "--untracked-files=no").strip())
+    return RepoInfo(str(path), commit, dirty)
