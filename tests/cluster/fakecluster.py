@@ -1,4 +1,4 @@
-"""A simulated cluster for the fan-out tests: fake `srun`, `ssh` and `squeue` on PATH.
+"""A simulated cluster for the fan-out tests: fake `srun`, `ssh`, `pdsh`, `squeue` on PATH.
 
 Each node is a file in a folder: `<host>.json` (what `trainmedic probe --json` prints there) or
 `<host>.mode` holding `hang`, `garbage` or `unreachable`. The fakes are small Python scripts run
@@ -110,6 +110,36 @@ sys.stdout.write(stdout_of(host))
 sys.exit(0)
 """
 
+_PDSH = _PRELUDE + r"""
+from trainmedic.cluster.hostlist import expand
+args = sys.argv[1:]
+opts = {}
+while args and args[0].startswith("-"):
+    flag = args.pop(0)
+    opts[flag] = args.pop(0)
+command_timeout = float(opts["-u"])
+hung = []
+for host in expand(opts["-w"]):
+    kind = mode(host)
+    if kind == "json":
+        for line in stdout_of(host).splitlines():
+            print(f"{host}: {line}")
+    elif kind == "garbage":
+        print(f"{host}: <html><body>502 Bad Gateway</body></html>")
+    elif kind == "unreachable":
+        print(f"{host}: ssh: connect to host {host} port 22: Connection refused",
+              file=sys.stderr)
+        print(f"pdsh@login1: {host}: ssh exited with exit code 255", file=sys.stderr)
+    elif kind == "hang":
+        hung.append(host)
+sys.stdout.flush()
+if hung:
+    time.sleep(command_timeout)
+    for host in hung:
+        print(f"pdsh@login1: {host}: command timeout", file=sys.stderr)
+sys.exit(1 if hung else 0)
+"""
+
 _SQUEUE = _PRELUDE + r"""
 job = sys.argv[sys.argv.index("-j") + 1]
 if job != os.environ.get("FAKE_JOB"):
@@ -128,7 +158,7 @@ class FakeCluster:
         self.log = tmp_path / "calls.jsonl"
         self.root.mkdir()
         self.bin.mkdir()
-        for name, body in (("srun", _SRUN), ("ssh", _SSH), ("squeue", _SQUEUE)):
+        for name, body in (("srun", _SRUN), ("ssh", _SSH), ("squeue", _SQUEUE), ("pdsh", _PDSH)):
             path = self.bin / name
             path.write_text(body)
             path.chmod(0o755)
@@ -139,6 +169,7 @@ class FakeCluster:
         monkeypatch.delenv("TRAINMEDIC_REMOTE", raising=False)
         monkeypatch.delenv("TRAINMEDIC_SRUN_ARGS", raising=False)
         monkeypatch.delenv("TRAINMEDIC_SSH_ARGS", raising=False)
+        monkeypatch.delenv("TRAINMEDIC_FANOUT", raising=False)
 
     def node(self, host: str, payload: dict | None = None, *, mode: str = "json",
              indent: int | None = None) -> None:

@@ -64,11 +64,12 @@ def test_slurm_allocation_through_srun(cluster, monkeypatch, capsys):
     result = json.loads(capsys.readouterr().out)
     check_result(result, nodes)
     assert "Communication connection failure" in result["nodes"][-1]["detail"]
+    assert result["nodes"][-3]["detail"] == "no answer within 3s"
     [call] = cluster.calls()
-    assert call[1:11] == [
+    assert call[1:10] == [
         "--nodes=26", "--ntasks=26", "--ntasks-per-node=1", "--overlap",
         "--nodelist=node[01-16],gpu-a[1-10]", "--kill-on-bad-exit=0", "--wait=0", "--label",
-        "--unbuffered", "--job-name=trainmedic-probe"]
+        "--job-name=trainmedic-probe"]
     assert call[-5:] == ["trainmedic", "probe", "--json", "--no-raw", "gpu"]
     # the saved result is the same, and its facts are what trees read
     saved = load_last_result()
@@ -97,6 +98,23 @@ def test_host_list_through_ssh(cluster, monkeypatch, capsys):
     first = calls[0]
     assert first[1:5] == ["-o", "BatchMode=yes", "-o", "ConnectTimeout=3"]
     assert first[-1] == "python3 -m trainmedic probe --json --no-raw"
+
+
+def test_host_list_through_pdsh(cluster, monkeypatch, capsys):
+    nodes = build_cluster(cluster, indent=2)
+    monkeypatch.setenv("TRAINMEDIC_FANOUT", "pdsh")
+    code = run_nodes(parse(["--nodes", "node[01-16],gpu-a[1-10]", "--json",
+                            "--node-timeout", "3"]))
+    assert code == 1
+    result = json.loads(capsys.readouterr().out)
+    check_result(result, nodes)
+    assert "Connection refused" in result["nodes"][-1]["detail"]
+    [call] = cluster.calls()
+    assert call[1:9] == ["-R", "ssh", "-f", "32", "-t", "3", "-u", "3"]
+    assert call[9:] == ["-w", "node[01-16],gpu-a[1-10]", "trainmedic probe --json --no-raw"]
+    monkeypatch.setenv("TRAINMEDIC_FANOUT", "rsh")
+    with pytest.raises(UsageError, match="TRAINMEDIC_FANOUT"):
+        run_nodes(parse(["--nodes", "node01"]))
 
 
 def test_other_job_through_squeue(cluster, monkeypatch, capsys):

@@ -51,6 +51,15 @@ def test_killed_at_our_deadline_is_no_answer():
     assert answers[1].detail == "no answer within 5s"
 
 
+def test_step_that_never_starts_says_why():
+    err = "srun: Job step creation temporarily disabled, retrying (Requested nodes are busy)\n"
+    answers = parse_srun_output(["a"], "", err, timed_out=True, timeout=5, returncode=None,
+                                duration=5.0)
+    assert answers[0].state == "no-answer"
+    assert answers[0].detail == ("no answer within 5s (srun said: srun: Job step creation "
+                                 "temporarily disabled, retrying (Requested nodes are busy))")
+
+
 def test_whole_step_failure_is_reported_on_every_node():
     err = ("srun: error: Unable to create step for job 77: Invalid node name specified\n")
     answers = parse_srun_output(["a", "b"], "", err, timed_out=False, timeout=5, returncode=1,

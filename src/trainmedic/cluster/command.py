@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from trainmedic.errors import UsageError
@@ -18,8 +19,9 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     """The fan-out options of `trainmedic probe` (--nodes, --job, --node-timeout, --all-columns)."""
     parser.add_argument(
         "--nodes", metavar="SPEC",
-        help="probe every node: 'slurm' (this allocation, or --job ID) or a host list such as "
-             "node[01-16],gpu-a7 (through ssh)",
+        help="probe every node: 'slurm' (this allocation, or --job ID; through srun) or a host "
+             "list such as node[01-16],gpu-a7 (through ssh, or pdsh with TRAINMEDIC_FANOUT=pdsh);"
+             " each node runs $TRAINMEDIC_REMOTE (default: trainmedic) probe --json --no-raw",
     )
     parser.add_argument("--job", metavar="ID", help="with --nodes: the nodes of this Slurm job")
     parser.add_argument(
@@ -68,8 +70,15 @@ def run_nodes(args: argparse.Namespace) -> int:
         raise UsageError(f"--node-timeout must be between 0 and 3600 seconds, not {timeout:g}")
 
     nodes, through_slurm = resolve_nodes(spec, job)
+    fanout = os.environ.get("TRAINMEDIC_FANOUT", "").strip().lower()
+    if fanout not in ("", "ssh", "pdsh"):
+        raise UsageError(f"TRAINMEDIC_FANOUT must be ssh or pdsh, not {fanout!r}")
     if through_slurm or job:
         run = fan_out_srun(nodes, names, job=job, timeout=timeout)
+    elif fanout == "pdsh":
+        from trainmedic.cluster.pdsh import fan_out_pdsh
+
+        run = fan_out_pdsh(nodes, names, timeout=timeout)
     else:
         run = fan_out_ssh(nodes, names, timeout=timeout)
     result = aggregate(run, spec)

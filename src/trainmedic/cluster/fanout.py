@@ -11,6 +11,7 @@ Environment:
   `python3 -m trainmedic` or `/shared/venv/bin/trainmedic`), split like a shell would.
 - `TRAINMEDIC_SRUN_ARGS`: extra srun options (e.g. `--gpus-per-node=8 --partition=gpu`).
 - `TRAINMEDIC_SSH_ARGS`: extra ssh options (e.g. `-l alice -J bastion`).
+- `TRAINMEDIC_FANOUT`: `ssh` (default) or `pdsh` for host lists (see cluster/pdsh.py).
 """
 
 from __future__ import annotations
@@ -170,7 +171,7 @@ def _looks_like_probe_output(data: object) -> bool:
     )
 
 
-def _one_line(text: str, limit: int = 160) -> str:
+def one_line(text: str, limit: int = 160) -> str:
     lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
     line = lines[-1] if lines else ""
     return line if len(line) <= limit else line[: limit - 1] + "…"
@@ -180,15 +181,15 @@ def _short(host: str) -> str:
     return host.split(".", 1)[0]
 
 
-def _answer_from_output(
+def answer_from_output(
     host: str, stdout: str, stderr: str, returncode: int | None, duration: float
 ) -> NodeAnswer:
     payload = parse_payload(stdout)
     if payload is not None:
         return NodeAnswer(host, "ok", payload, "", duration)
     if stdout.strip():
-        return NodeAnswer(host, "garbage", None, f"not probe JSON: {_one_line(stdout)}", duration)
-    reason = _one_line(stderr) or f"exit code {returncode}, no output"
+        return NodeAnswer(host, "garbage", None, f"not probe JSON: {one_line(stdout)}", duration)
+    reason = one_line(stderr) or f"exit code {returncode}, no output"
     if returncode == 127 or "command not found" in stderr or "No such file" in stderr:
         reason += " (set TRAINMEDIC_REMOTE to the node's trainmedic command)"
     return NodeAnswer(host, "error", None, reason, duration)
@@ -214,8 +215,7 @@ def srun_argv(nodes: Sequence[str], job: str | None, remote: Sequence[str]) -> l
         f"--nodelist={hostlist.compress(nodes)}",
         "--kill-on-bad-exit=0",  # one broken node must not take the others' answers with it
         "--wait=0",
-        "--label",
-        "--unbuffered",
+        "--label",  # (not --unbuffered: it gives tasks a pty, which merges stderr into stdout)
         "--job-name=trainmedic-probe",
     ]
     if job:
@@ -260,7 +260,7 @@ def parse_srun_output(
             launch_failed[_short(launch.group(1))] = launch.group(2)
         elif labelled := _LABEL.match(line):
             err_by_task.setdefault(int(labelled.group(1)), []).append(labelled.group(2))
-        elif line.startswith(("srun: error:", "srun: fatal:")):
+        elif line.startswith("srun: "):  # e.g. "Job step creation temporarily disabled"
             general_errors.append(line)
 
     by_short = {_short(n): n for n in nodes}
@@ -268,7 +268,7 @@ def parse_srun_output(
     for task in sorted(set(out_by_task) | set(err_by_task)):
         text = "\n".join(out_by_task.get(task, []))
         err = "\n".join(err_by_task.get(task, []))
-        answer = _answer_from_output("", text, err, None, duration)
+        answer = answer_from_output("", text, err, None, duration)
         claimed = answer.payload.get("host") if answer.payload else None
         host = None
         for candidate in (claimed, task_host.get(task)):
@@ -294,10 +294,14 @@ def parse_srun_output(
             reason = f"srun could not launch on it: {launch_failed[_short(node)]}"
             result.append(NodeAnswer(node, "unreachable", None, reason, duration))
         elif timed_out:
-            result.append(NodeAnswer(node, "no-answer", None, f"no answer within {timeout:g}s",
-                                     duration))
+            # srun's own last words explain the silence only when no task ran at all
+            nobody = not answers and not launch_failed
+            why = f" (srun said: {one_line(general_errors[-1])})" if general_errors and nobody \
+                else ""
+            result.append(NodeAnswer(node, "no-answer", None,
+                                     f"no answer within {timeout:g}s{why}", duration))
         else:
-            reason = (_one_line(general_errors[-1]) if general_errors
+            reason = (one_line(general_errors[-1]) if general_errors
                       else f"no output (srun exit code {returncode})")
             result.append(NodeAnswer(node, "error", None, reason, duration))
     return result
@@ -414,9 +418,9 @@ def _ssh_one(host: str, remote: Sequence[str], timeout: float) -> NodeAnswer:
             return NodeAnswer(host, "ok", payload, "", duration)
         return NodeAnswer(host, "no-answer", None, f"no answer within {timeout:g}s", duration)
     if code == 255:
-        reason = _one_line(stderr) or "ssh failed (exit 255)"
+        reason = one_line(stderr) or "ssh failed (exit 255)"
         return NodeAnswer(host, "unreachable", None, reason, duration)
-    return _answer_from_output(host, stdout, stderr, code, duration)
+    return answer_from_output(host, stdout, stderr, code, duration)
 
 
 def fan_out_ssh(
