@@ -355,7 +355,9 @@ def stage_estimates(cfg: MemoryConfig) -> list[StageEstimate]:
         tp_sharded, replicated, expert = _stage_parameters(cfg, pc, stage)
         weights = (tp_sharded + replicated) * dense_bpp + expert * expert_bpp
         if cfg.fp8 and not cfg.fp8_param_gather:
-            weights += 2 * (tp_sharded + expert)  # fp8 weight cast + transpose (TE)
+            # TE keeps an fp8 cast and its transpose of every linear weight (not embeddings).
+            tables = (stage == 0) + (stage == cfg.pp - 1 and (pc.untied or cfg.pp > 1))
+            weights += 2 * (tp_sharded - tables * pc.embedding / cfg.tp + expert)
         act, in_flight = _stage_activation_bytes(cfg, stage)
         weights_mib, act_mib = weights / MIB, act / MIB
         frag = FRAGMENTATION_FRACTION * (weights_mib + act_mib)

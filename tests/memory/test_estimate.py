@@ -1,0 +1,176 @@
+"""The extended model (beyond Megatron's report), verdicts, suggestions and checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainmedic.errors import UsageError
+from trainmedic.memory import config_from_args, estimate, memory_facts, require, run_checks
+from trainmedic.memory.inputs import parse_capacity
+from trainmedic.memory.model import (
+    FRAGMENTATION_FRACTION,
+    MIB,
+    RUNTIME_ALLOWANCE_MIB,
+    verdict_for,
+)
+
+BASE = (
+    "--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
+    "--micro-batch-size 2 --vocab-size 32000 --bf16"
+)
+
+
+def cfg_of(text: str):
+    return require(config_from_args(text.split()))
+
+
+def test_full_recompute_uniform_by_hand():
+    cfg = cfg_of(BASE + " --recompute-granularity full --recompute-method uniform "
+                 "--recompute-num-layers 1 --world-size 1")
+    s, b, h, L, V = 2048, 2, 1024, 8, 32000
+    stored = 2 * s * b * h * L  # the bf16 input of every layer
+    working = s * b * h * (10 + 24)  # one layer recomputed (TP 1, no SP)
+    embedding = 8 * s * b + s * b * h
+    output = 2 * (s * b * V + s * b * h)
+    expected = (stored + working + embedding + output) * 1.05 / MIB
+    report = estimate(cfg, capacity_mib=80 * 1024.0)
+    assert report.stages[0].activation_mib == pytest.approx(expected)
+    no_recompute = estimate(cfg_of(BASE + " --world-size 1"), capacity_mib=80 * 1024.0)
+    assert report.stages[0].activation_mib < no_recompute.stages[0].activation_mib
+    # Megatron's report ignores full recompute: same number either way
+    assert report.megatron.activation_mib == no_recompute.megatron.activation_mib
+
+
+def test_context_parallel_divides_activations():
+    one = estimate(cfg_of(BASE + " --world-size 4"), capacity_mib=1e6)
+    two = estimate(cfg_of(BASE + " --world-size 4 --context-parallel-size 2"), capacity_mib=1e6)
+    assert two.stages[0].activation_mib == pytest.approx(one.stages[0].activation_mib / 2)
+    assert two.megatron.activation_mib == one.megatron.activation_mib  # Megatron: no CP
+
+
+def test_fp8_weight_copies_and_param_gather():
+    plain = estimate(cfg_of(BASE), capacity_mib=1e6).stages[0]
+    fp8 = estimate(cfg_of(BASE + " --fp8-format hybrid"), capacity_mib=1e6).stages[0]
+    gathered = estimate(cfg_of(BASE + " --fp8-format hybrid --fp8-param-gather"),
+                        capacity_mib=1e6).stages[0]
+    linear = 8 * (2 * 1024 * 1024 * 2 + 2 * 1024 * 4096)  # attention + MLP weights
+    assert fp8.weights_and_optimizer_mib - plain.weights_and_optimizer_mib == pytest.approx(
+        2 * linear / MIB)
+    assert gathered.weights_and_optimizer_mib == plain.weights_and_optimizer_mib
+
+
+def test_stages_and_allowances():
+    cfg = cfg_of(BASE + " --pipeline-model-parallel-size 4 --world-size 4 "
+                 "--global-batch-size 64")
+    report = estimate(cfg, capacity_mib=80 * 1024.0)
+    acts = [st.activation_mib for st in report.stages]
+    assert len(acts) == 4 and acts[0] > acts[1] > acts[2]  # fewer microbatches in flight
+    assert [st.in_flight_microbatches for st in report.stages] == [4, 3, 2, 1]
+    for st in report.stages:
+        tensors = st.weights_and_optimizer_mib + st.activation_mib
+        assert st.runtime_allowance_mib == RUNTIME_ALLOWANCE_MIB
+        assert st.total_mib == pytest.approx(tensors * (1 + FRAGMENTATION_FRACTION)
+                                             + RUNTIME_ALLOWANCE_MIB)
+    assert report.worst.total_mib == max(st.total_mib for st in report.stages)
+
+
+def test_verdicts_and_facts():
+    assert verdict_for(100, 80) == "does not fit"
+    assert verdict_for(75, 80) == "tight"
+    assert verdict_for(60, 80) == "fits"
+    report = estimate(cfg_of(BASE), capacity_mib=80 * 1024.0)
+    facts = memory_facts(report)
+    assert facts["fits"] is True and facts["verdict"] == "fits"
+    assert facts["capacity_gib"] == 80.0
+    assert facts["total_gib"] == pytest.approx(report.worst.total_mib / 1024)
+    assert report.suggestions == []  # nothing to suggest when it fits
+
+
+SEED = (
+    "--num-layers 80 --hidden-size 8192 --num-attention-heads 64 --num-query-groups 8 "
+    "--kv-channels 128 --ffn-hidden-size 28672 --seq-length 8192 --max-position-embeddings 8192 "
+    "--micro-batch-size 1 --global-batch-size 1024 --tensor-model-parallel-size 8 "
+    "--pipeline-model-parallel-size 4 --bf16 --use-distributed-optimizer"
+)
+
+
+@pytest.mark.parametrize("world", ["", " --world-size 64"])
+def test_suggestions_are_valid_and_reproducible(world):
+    argv = (SEED + world).split()
+    report = estimate(require(config_from_args(argv)), capacity_mib=80 * 1024.0)
+    assert report.verdict == "does not fit"
+    assert report.suggestions
+    costs = [s["cost"] for s in report.suggestions]
+    assert costs == sorted(costs)
+    for sug in report.suggestions:
+        assert sug["verdict"] != "does not fit"
+        changed = require(config_from_args(argv + [str(a) for a in sug["args"]]))
+        assert not [c for c in run_checks(changed) if c["status"] == "fail"], sug
+        again = estimate(changed, capacity_mib=80 * 1024.0, suggest=False)
+        assert again.worst.total_mib == pytest.approx(sug["total_mib"])
+
+
+def test_suggestions_offer_distributed_optimizer_when_missing():
+    argv = (BASE + " --num-layers 48 --hidden-size 4096 --num-attention-heads 32 "
+            "--world-size 64 --tensor-model-parallel-size 1").split()
+    report = estimate(require(config_from_args(argv)), capacity_mib=40 * 1024.0)
+    assert report.verdict == "does not fit"
+    assert "--use-distributed-optimizer" in report.suggestions[0]["args"]
+
+
+def statuses(text: str) -> dict[str, str]:
+    return {c["name"]: c["status"] for c in run_checks(cfg_of(text))}
+
+
+def test_checks_fail_and_pass():
+    ok = statuses(BASE + " --tensor-model-parallel-size 4 --world-size 8 "
+                  "--global-batch-size 16")
+    assert set(ok.values()) == {"pass"}
+    bad = statuses(
+        "--num-layers 30 --hidden-size 1024 --num-attention-heads 12 --seq-length 1000 "
+        "--group-query-attention --num-query-groups 6 --tensor-model-parallel-size 8 "
+        "--pipeline-model-parallel-size 4 --context-parallel-size 3 --world-size 100 "
+        "--global-batch-size 10 --fp16 --bf16"
+    )
+    for name in ("heads-divisible-by-tp", "query-groups-divisible-by-tp",
+                 "layers-divisible-by-pp", "world-size", "seq-length-divisible-by-2cp",
+                 "precision"):
+        assert bad[name] == "fail", name
+
+
+def test_checks_batch_vpp_sp_vocab_and_ignored_groups():
+    st = statuses(BASE + " --world-size 8 --global-batch-size 12 --sequence-parallel "
+                  "--num-query-groups 4 --make-vocab-size-divisible-by 4096")
+    assert st["global-batch"] == "fail"  # 12 % (2 x 8)
+    assert st["sequence-parallel-needs-tp"] == "warn"
+    assert st["query-groups-ignored"] == "warn"
+    assert st["vocab-padding"] == "warn"  # 32000 -> 32768
+    vpp = statuses(BASE + " --pipeline-model-parallel-size 2 --world-size 2 "
+                   "--num-layers-per-virtual-pipeline-stage 3")
+    assert vpp["layers-divisible-by-virtual-stages"] == "fail"  # 4 layers per stage
+
+
+@pytest.mark.parametrize(
+    ("text", "mib"),
+    [("80GiB", 81920.0), ("80", 81920.0), ("141GB", 141e9 / 2**20), ("81559MiB", 81559.0),
+     ("0.5T", 524288.0)],
+)
+def test_capacity_units(text, mib):
+    assert parse_capacity(text) == pytest.approx(mib)
+
+
+@pytest.mark.parametrize("text", ["lots", "80XB", "-1GiB", "0"])
+def test_capacity_garbage(text):
+    with pytest.raises(UsageError):
+        parse_capacity(text)
+
+
+def test_bad_values_are_usage_errors():
+    with pytest.raises(UsageError, match="--num-layers: expected an integer"):
+        config_from_args(["--num-layers", "eighty"])
+    with pytest.raises(UsageError, match="--hidden-size needs a value"):
+        config_from_args(["--hidden-size"])
+    with pytest.raises(UsageError, match="at least 1"):
+        cfg_of(BASE + " --tensor-model-parallel-size 0")
+    with pytest.raises(UsageError, match="moe-layer-freq"):
+        config_from_args(["--moe-layer-freq", "__import__('os')"])
