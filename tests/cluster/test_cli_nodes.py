@@ -90,3 +90,12 @@ def test_ctrl_c_stops_the_fan_out_and_its_children(cluster, monkeypatch, spec):
         for pid in cluster.pids():
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_fan_out_modules_import_neither_textual_nor_rich():
+    code = ("import sys, trainmedic.cluster, trainmedic.cluster.command, "
+            "trainmedic.cluster.fanout, trainmedic.cluster.aggregate, trainmedic.cluster.pdsh; "
+            "print(sorted(m for m in ('textual', 'rich') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=30)
+    assert done.stdout.strip() == "[]", done.stderr

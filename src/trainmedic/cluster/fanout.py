@@ -26,7 +26,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -429,6 +428,8 @@ def fan_out_ssh(
 ) -> FanoutRun:
     if shutil.which("ssh") is None:
         raise UsageError("a host list needs ssh on PATH (or use --nodes slurm inside Slurm)")
+    from concurrent.futures import ThreadPoolExecutor
+
     remote = remote_command(names)
     started = time.monotonic()
     pool = ThreadPoolExecutor(max_workers=max(1, min(width, len(nodes))))
