@@ -219,13 +219,13 @@ def test_moe_memory_decreases_with_tensor_and_expert_parallelism():
 
 def test_mixtral_like_moe_by_hand():
     """8 experts top-2, GQA 8, SwiGLU, RMSNorm, untied, EP 8, TP 1, DP 8, no dist optimizer."""
-    argv = (
+    argv = (  # noqa: SIM905
         "--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --group-query-attention "
         "--num-query-groups 8 --ffn-hidden-size 14336 --swiglu --normalization RMSNorm "
         "--untie-embeddings-and-output-weights --vocab-size 32000 --num-experts 8 "
         "--moe-router-topk 2 --expert-model-parallel-size 8 --world-size 8 --seq-length 4096 "
         "--disable-bias-linear"
-    ).split()  # noqa: SIM905
+    ).split()
     cfg = require(config_from_args(argv))
     h, f, L = 4096, 14336, 32
     attn = 2 * h * h * (1 + 8 / 32)  # d*a/h = 1
