@@ -60,6 +60,20 @@ DEPRECATED = {
 }
 
 
+# short labels for the one-line summary; the full explanation is in `findings`/evidence
+_LABELS = {
+    **{name: f"{name} has no effect" for name in MYTHS},
+    **{name: f"{name} is deprecated (use {new})" for name, new in DEPRECATED.items()},
+    "launch_blocking": "CUDA_LAUNCH_BLOCKING=1 (serialises kernels)",
+    "nccl_debug": "NCCL_DEBUG={nccl_debug} left on",
+    "distributed_debug": "TORCH_DISTRIBUTED_DEBUG=DETAIL (slow)",
+    "ib_disabled": "NCCL_IB_DISABLE=1 (sockets instead of IB)",
+    "p2p_disabled": "NCCL_P2P_DISABLE=1",
+    "alloc_conf": "PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF disagree",
+    "async_error_handling": "TORCH_NCCL_ASYNC_ERROR_HANDLING=0 (hangs instead of failing)",
+}
+
+
 def relevant(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in sorted(env.items()) if k in NAMES or k.startswith(PREFIXES)}
 
@@ -187,8 +201,10 @@ def examine(env: Mapping[str, str]) -> ProbeResult:
     if secrets:
         raw += f"\n# {secrets} secret-named variable(s) present, values not shown"
     if findings:
-        first = next(iter(findings.values()))
-        summary = f"{len(findings)} finding(s): {first}" + (" ..." if len(findings) > 1 else "")
+        labels = [_LABELS.get(key, f"{key} set") for key in findings]
+        summary = f"{len(findings)} finding(s): " + "; ".join(
+            label.format(nccl_debug=nccl_debug) for label in labels
+        )
         return ProbeResult(NAME, "warn", summary, facts, raw, evidence=evidence)
     return ProbeResult(
         NAME,
