@@ -218,8 +218,8 @@ def _render_outcome(outcome: dict) -> list[str]:
             out.append(f"{index}. {one_line(step['do'])}")
             if step["code"]:
                 out += ["", *("   " + line if line else "" for line in
-                              fence(step["code"], step["lang"] or "bash")), ""]
-        out.append("")
+                              fence(step["code"], step["lang"] or "bash"))]
+            out.append("")
         if outcome["verify"]:
             out += [f"**Verify.** {prose(outcome['verify'])}", ""]
     elif outcome["kind"] == "question":
@@ -242,11 +242,11 @@ def _render_path(path: list[dict]) -> list[str]:
             note = " (suggested by the probes)"
         elif step["suggested_text"] is not None:
             note = f" (the probes suggested: {one_line(step['suggested_text'])})"
-        out.append(f"   Answer: {one_line(step['answer_text'])}{note} \u2192 "
+        out.append(f"   - Answer: {one_line(step['answer_text'])}{note} \u2192 "
                    f"{code_span(step['goto'])}")
         if step["evidence"]:
-            out.append("   Evidence:")
-            out += [f"   - {code_span(line)}" for line in step["evidence"]]
+            out.append("   - Evidence:")
+            out += [f"     - {code_span(line)}" for line in step["evidence"]]
     return [*out, ""]
 
 
