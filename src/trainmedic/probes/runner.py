@@ -3,7 +3,8 @@
 Each probe runs in a daemon thread: a probe stuck in a system call (DNS, a wedged driver) cannot
 hold the caller, and a daemon thread does not keep the interpreter alive at exit. The runner
 waits for each probe only until its own deadline, so the whole set finishes within the slowest
-single timeout however many hang.
+single timeout however many hang. A probe's budget ends slightly before its deadline so that it
+can kill its subprocess and say why itself.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from trainmedic.probes.registry import PROBES, ProbeSpec
 from trainmedic.redact import redact_text
 
 TIMEOUT_ENV = "TRAINMEDIC_PROBE_TIMEOUT"
-GRACE_S = 0.3  # time allowed past the budget for a probe to write up its own timeout
+MARGIN_S = 0.25  # the probe's own budget ends this much earlier, so it can report why
 
 
 def _timeout_override(timeout: float | None) -> float | None:
@@ -52,7 +53,8 @@ class _Slot:
     def _work(self) -> None:
         start = time.monotonic()
         try:
-            result = self.spec.load()(Budget(self.timeout))
+            margin = min(MARGIN_S, self.timeout * 0.1)
+            result = self.spec.load()(Budget(self.timeout - margin))
             if not isinstance(result, ProbeResult):
                 raise TypeError(f"returned {type(result).__name__}, not ProbeResult")
         except Exception as exc:  # a probe bug must not take the others down
@@ -71,7 +73,7 @@ def run_specs(specs: Sequence[ProbeSpec], *, timeout: float | None = None) -> li
         slot.thread.start()
     results: list[ProbeResult] = []
     for slot in slots:
-        deadline = slot.started + slot.timeout + GRACE_S
+        deadline = slot.started + slot.timeout
         slot.thread.join(max(0.0, deadline - time.monotonic()))
         result = slot.result
         if result is None:  # still running: abandon the daemon thread
