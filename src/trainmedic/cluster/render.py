@@ -158,9 +158,10 @@ def render_text(result: dict, *, all_columns: bool = False, width: int | None = 
         if i == 0:  # the node name is what people copy: never folded unless huge
             table.add_column(name, no_wrap=True, min_width=min(widest_node, 28),
                              overflow="fold")
-        else:
-            table.add_column(name, overflow="fold", no_wrap=name != "env",
-                             min_width=12 if name == "env" else None)
+        elif name == "env":
+            table.add_column(name, overflow="fold")
+        else:  # a cut value must look cut: "2.21…", never a plausible "2.21"
+            table.add_column(name, no_wrap=True, overflow="ellipsis")
     for cells in rows:
         style = None if cells[1] == "ok" else "bold red"
         table.add_row(*cells, style=style)
