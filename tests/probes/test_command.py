@@ -121,3 +121,19 @@ def test_list_shows_every_probe():
     for name in ("gpu", "gpu-processes", "topology", "env", "versions", "kernel-xid",
                  "infiniband", "rendezvous"):
         assert name in proc.stdout
+
+
+def test_nodes_and_job_hand_over_to_the_cluster_fan_out(monkeypatch):
+    import argparse
+
+    import trainmedic.cluster.command as cluster
+    from trainmedic.commands import probe
+
+    seen = []
+    monkeypatch.setattr(cluster, "run_nodes", lambda args: seen.append(args) or 7)
+    parser = argparse.ArgumentParser()
+    probe.add_arguments(parser)
+    args = parser.parse_args(["gpu", "env", "--nodes", "node[01-02]", "--json"])
+    assert probe.run(args) == 7
+    assert seen[0].names == ["gpu", "env"] and seen[0].json is True
+    assert probe.run(parser.parse_args(["--job", "1234"])) == 7

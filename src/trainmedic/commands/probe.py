@@ -31,12 +31,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="per-probe time limit in seconds (default: each probe's own)",
     )
     parser.add_argument("--list", action="store_true", help="list the probes and their facts")
-    parser.add_argument("--nodes", metavar="SPEC", help="run on these Slurm nodes (node[01-04])")
+    try:  # the fan-out options live with the fan-out so the two stay in step
+        from trainmedic.cluster.command import add_cluster_arguments
+    except ImportError:
+        add_cluster_arguments = _fallback_cluster_arguments
+    add_cluster_arguments(parser)
+
+
+def _fallback_cluster_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", metavar="SPEC", help="run on these nodes (node[01-04])")
     parser.add_argument("--job", metavar="ID", help="run on every node of this Slurm job")
-    parser.add_argument(
-        "--node-timeout", type=float, default=None, metavar="S",
-        help="time limit per node for --nodes/--job",
-    )
+    parser.add_argument("--node-timeout", type=float, default=None, metavar="S",
+                        help="time limit per node for --nodes/--job")
 
 
 def _check_names(names: list[str]) -> None:
