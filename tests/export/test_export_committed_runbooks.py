@@ -18,5 +18,8 @@ def test_committed_runbooks_match_the_built_in_trees(tmp_path):
     committed = {p.name: p.read_bytes() for p in COMMITTED.glob("*.md")}
     stale = sorted(name for name in fresh.keys() | committed.keys()
                    if fresh.get(name) != committed.get(name))
+    orphans = sorted(committed.keys() - fresh.keys())
     assert not stale, (f"docs/runbooks is stale ({', '.join(stale)}); regenerate with:\n  "
-                       + REGENERATE.format(root=ROOT))
+                       + REGENERATE.format(root=ROOT)
+                       + (f"\nand delete the pages no tree produces: {', '.join(orphans)}"
+                          if orphans else ""))

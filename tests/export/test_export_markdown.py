@@ -9,7 +9,13 @@ import mermaid_grammar
 from trainmedic.commands.export import export_all
 from trainmedic.export.anchors import broken_links, duplicate_anchors, scan_page
 from trainmedic.export.markdown import fence, runbook_file, tree_anchors, tree_markdown
-from trainmedic.export.mermaid import diagram_ids, escape_label, shorten, tree_diagram
+from trainmedic.export.mermaid import (
+    EDGE_LABEL_MAX,
+    diagram_ids,
+    escape_label,
+    shorten,
+    tree_diagram,
+)
 from trainmedic.trees import Question
 
 MERMAID_BLOCK = re.compile(r"^```mermaid\n(.*?)^```$", re.MULTILINE | re.DOTALL)
@@ -93,7 +99,7 @@ def test_escaping_tree_labels_decode_to_the_tree_text(escaping_forest):
     question = tree.nodes["end"]
     assert isinstance(question, Question)
     assert f"Q1. {question.question}" in shown
-    assert f"1. {shorten(question.answers[0].text, 45)}" in shown
+    assert f"1. {shorten(question.answers[0].text, EDGE_LABEL_MAX)}" in shown
 
 
 def test_node_ids_that_collide_with_headings_get_distinct_anchors(escaping_forest):

@@ -15,7 +15,7 @@ SAFE_CHARS = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;!?'/()[]{}-_+=*%@$~^"
 )
 NODE_LABEL_MAX = 70
-EDGE_LABEL_MAX = 45
+EDGE_LABEL_MAX = 50
 
 
 def shorten(text: str, limit: int) -> str:
@@ -111,8 +111,7 @@ def _other_tree_label(forest: Forest, tree_id: str, node_id: str) -> str:
     other = forest.trees[tree_id]
     node = other.nodes[node_id]
     title = node.question if isinstance(node, Question) else node.fix
-    where = other.title if node_id == other.start else f"{other.title}: {title}"
-    return f"\u2192 {tree_id}: {where}"
+    return f"\u2192 {tree_id}: {other.title if node_id == other.start else title}"
 
 
 def _external(known: dict[str, str], lines: list[str], key: str, label: str) -> str:
