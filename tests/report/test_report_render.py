@@ -93,3 +93,15 @@ def test_secret_flag_values_in_launch_commands_are_hidden():
 
 def test_report_is_deterministic(session, forest):
     assert render_report(session, forest) == render_report(session_dict(), forest)
+
+
+def test_malformed_saved_data_still_renders(forest):
+    odd = [{}, {"id": 5, "steps": "abc", "probes": {"a": 1},
+                "triage": {"findings": ["x", None,
+                                        {"evidence": ["y", {"file": 1}], "ranks": "3"}]}},
+           {"steps": [{"node": None, "answer": "x", "suggested": 99}], "current": None},
+           {"probes": [{"name": "env", "facts": "x", "raw": None}],
+            "triage": {"files": "x", "findings": {"a": 1}}}]
+    for session in odd:
+        page = render_report(session, forest)
+        assert page.startswith("# Incident report") and "## Minimum information" in page

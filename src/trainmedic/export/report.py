@@ -109,6 +109,23 @@ def merge_probes(saved: list, fresh: list) -> list[dict]:
     return list(merged.values())
 
 
+def _triage(raw: object) -> dict | None:
+    """The saved triage with anything malformed dropped (a hand-edited file must not crash)."""
+    if not isinstance(raw, Mapping):
+        return None
+    findings = raw.get("findings") if isinstance(raw.get("findings"), list) else []
+    files = raw.get("files") if isinstance(raw.get("files"), list) else []
+    clean = []
+    for finding in findings:
+        if not isinstance(finding, Mapping):
+            continue
+        evidence = finding.get("evidence") if isinstance(finding.get("evidence"), list) else []
+        ranks = finding.get("ranks") if isinstance(finding.get("ranks"), list) else []
+        clean.append({**finding, "evidence": [e for e in evidence if isinstance(e, Mapping)],
+                      "ranks": ranks})
+    return {**raw, "findings": clean, "files": [str(f) for f in files]}
+
+
 def _checklist(session: Mapping, probes: list[dict], triage: Mapping | None,
                repo: Mapping | None) -> list[dict]:
     versions = _probe_facts(probes, "versions")
@@ -159,7 +176,7 @@ def build_report(session: Mapping, forest: Forest | None, *, repo: Any = None,
     tree = forest.trees.get(tree_id) if forest is not None else None
     probes = merge_probes([p for p in session.get("probes") or [] if isinstance(p, Mapping)],
                           list(fresh_probes or []))
-    triage = session.get("triage") if isinstance(session.get("triage"), Mapping) else None
+    triage = _triage(session.get("triage"))
     repo_data = repo.to_dict() if hasattr(repo, "to_dict") else repo
     data = {
         "walk": {"id": str(session.get("id", "")), "tree": tree_id,
