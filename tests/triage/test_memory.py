@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import tracemalloc
 
+import pytest
+
 from trainmedic.triage.scanner import Scanner
+from trainmedic.triage.sources import grep_available
 
 from .conftest import FIXTURES
 
@@ -34,8 +37,8 @@ class GeneratedLog:
         return out
 
 
-def peak_for(size: int) -> tuple[int, Scanner]:
-    scanner = Scanner()
+def peak_for(size: int, *, use_grep: bool = True) -> tuple[int, Scanner]:
+    scanner = Scanner(use_grep=use_grep)
     tracemalloc.start()
     try:
         scanner.scan_stream(GeneratedLog(size), "generated.log")
@@ -45,9 +48,13 @@ def peak_for(size: int) -> tuple[int, Scanner]:
     return peak, scanner
 
 
-def test_peak_memory_does_not_grow_with_log_size():
-    small, s1 = peak_for(50 << 20)
-    large, s4 = peak_for(200 << 20)
+@pytest.mark.parametrize(("use_grep", "mib"), [(True, 50), (False, 6)], ids=["grep", "python"])
+def test_peak_memory_does_not_grow_with_log_size(use_grep, mib):
+    """grep path: 50 MB vs 200 MB; the slower pure-Python path: 6 MB vs 24 MB."""
+    if use_grep and grep_available() is None:
+        pytest.skip("grep not installed")
+    small, s1 = peak_for(mib << 20, use_grep=use_grep)
+    large, s4 = peak_for(4 * mib << 20, use_grep=use_grep)
     assert s4.loss.analysis.count > 3 * s1.loss.analysis.count  # the big one was really read
     hit = s4.hits[("cuda-oom", "fragmentation")]
     assert hit.count > 3 * s1.hits[("cuda-oom", "fragmentation")].count

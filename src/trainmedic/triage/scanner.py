@@ -22,7 +22,14 @@ from trainmedic.triage.signatures import (
     all_needles,
     needle_index,
 )
-from trainmedic.triage.sources import Source, candidates, python_candidates
+from trainmedic.triage.sources import (
+    Source,
+    candidates,
+    grep_available,
+    grep_candidates,
+    python_candidates,
+    trie_pattern,
+)
 
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
@@ -96,7 +103,7 @@ class Scanner:
     def __init__(self, *, use_grep: bool = True) -> None:
         self.needles = all_needles()
         self._index = needle_index()
-        self._combined_b = re.compile(b"|".join(re.escape(n.encode()) for n in self.needles))
+        self._combined_b = trie_pattern(self.needles)
         self._combined_s = re.compile("|".join(re.escape(n) for n in self.needles))
         self.use_grep = use_grep
         self.hits: dict[tuple[str, str | None], Hit] = {}
@@ -116,7 +123,10 @@ class Scanner:
 
     def scan_stream(self, stream: BinaryIO, name: str) -> None:
         """Scan any binary file-like object (tests feed generated streams of any size)."""
-        self._scan(Source(name=name), python_candidates(stream, self._combined_b))
+        grep = grep_available() if self.use_grep else None
+        lines = (grep_candidates(None, self.needles, grep, stream=stream) if grep
+                 else python_candidates(stream, self._combined_b))
+        self._scan(Source(name=name), lines)
 
     def _scan(self, source: Source, lines: Iterator[tuple[int, bytes]]) -> None:
         self.files.append(source.name)

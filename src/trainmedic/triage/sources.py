@@ -9,6 +9,7 @@ Two interchangeable prefilters yield `(line_number, raw_bytes)`:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import re
@@ -22,7 +23,7 @@ from typing import BinaryIO
 from trainmedic.errors import UsageError
 
 CHUNK = 1 << 20
-GREP_MIN_BYTES = 4 << 20  # below this, starting grep costs more than scanning in Python
+GREP_MIN_BYTES = 256 << 10  # below this, starting grep costs more than scanning in Python
 MAX_LINE = 8 << 20  # a "line" without a newline longer than this is cut (progress bars)
 SKIP_SUFFIXES = (".pt", ".pth", ".pkl", ".bin", ".safetensors", ".npy", ".npz", ".png", ".jpg",
                  ".jpeg", ".so", ".whl", ".zip", ".tar", ".idx", ".distcp")
@@ -132,25 +133,79 @@ def python_candidates(stream: BinaryIO, needles: re.Pattern[bytes]) -> Iterator[
             return
 
 
+def trie_pattern(needles: list[str]) -> re.Pattern[bytes]:
+    """One regex for many literals, factored as a trie (3x faster than a flat alternation)."""
+    trie: dict = {}
+    for needle in needles:
+        node = trie
+        for byte in needle.encode():
+            node = node.setdefault(byte, {})
+        node[-1] = {}
+
+    def build(node: dict) -> bytes:
+        if list(node) == [-1]:
+            return b""
+        alts = [re.escape(bytes([b])) + build(node[b]) for b in sorted(k for k in node if k >= 0)]
+        body = alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")"
+        if -1 in node:
+            body = (b"(?:" + body + b")?") if len(alts) == 1 else body + b"?"
+        return body
+
+    return re.compile(build(trie))
+
+
 def grep_available() -> str | None:
     return shutil.which("grep")
 
 
+def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException]) -> None:
+    """Copy a stream (gzip, stdin, generated) into grep's stdin, block by block."""
+    try:
+        while True:
+            block = stream.read(CHUNK)
+            if not block:
+                break
+            sink.write(block)
+    except BrokenPipeError:
+        pass  # grep is gone (killed on timeout): the reader reports it
+    except (OSError, EOFError) as exc:  # e.g. a truncated .gz
+        errors.append(exc)
+    finally:
+        with contextlib.suppress(OSError):
+            sink.close()
+
+
 def grep_candidates(
-    path: str, needles: list[str], grep: str, *, timeout: float | None = None
+    path: str | None, needles: list[str], grep: str, *, stream: BinaryIO | None = None,
+    timeout: float | None = None, name: str | None = None,
 ) -> Iterator[tuple[int, bytes]]:
-    """Run `grep -a -n -F` over a plain file and yield its matches as (line number, bytes)."""
+    """Run `grep -a -n -F` over a plain file (or a stream piped into it); yield its matches.
+
+    grep (Aho-Corasick / Commentz-Walter in C) does the prefilter at its own speed; only the
+    matching lines cross into Python, as (line number, bytes).
+    """
     args = [grep, "-a", "-n", "-F"]
     for needle in needles:
         args += ["-e", needle]
-    args += ["--", path]
+    if path is not None:
+        args += ["--", path]
     if timeout is None:
-        size = os.path.getsize(path)
-        timeout = 60.0 + size / 20e6  # far above grep's speed; only a hang hits it
+        size = os.path.getsize(path) if path is not None else 0
+        # far above grep's speed; only a hang hits it (streams: a generous hour)
+        timeout = 60.0 + size / 20e6 if path is not None else 3600.0
     env = dict(os.environ, LC_ALL="C")
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE if stream is not None else None,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     timer = threading.Timer(timeout, proc.kill)
     timer.start()
+    feed_errors: list[BaseException] = []
+    feeder = None
+    if stream is not None:
+        assert proc.stdin is not None
+        feeder = threading.Thread(target=_feed, args=(stream, proc.stdin, feed_errors),
+                                  daemon=True)
+        feeder.start()
+    name = name or path or "<stream>"
     try:
         assert proc.stdout is not None
         for raw in proc.stdout:
@@ -166,15 +221,19 @@ def grep_candidates(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        if feeder is not None:
+            feeder.join(timeout=5)
         if proc.stdout:
             proc.stdout.close()
         if proc.stderr:
             proc.stderr.close()
+    if feed_errors:
+        raise UsageError(f"{name}: cannot read: {feed_errors[0]}")
     if code not in (0, 1):
         if code < 0:
-            raise UsageError(f"{path}: scan did not finish within {timeout:.0f} s")
+            raise UsageError(f"{name}: scan did not finish within {timeout:.0f} s")
         message = err.decode("utf-8", "replace").strip().splitlines()
-        raise UsageError(f"{path}: cannot read: {message[-1] if message else 'grep failed'}")
+        raise UsageError(f"{name}: cannot read: {message[-1] if message else 'grep failed'}")
 
 
 def candidates(
@@ -182,15 +241,18 @@ def candidates(
 ) -> Iterator[tuple[int, bytes]]:
     """Candidate lines of one source, by the fastest prefilter that applies."""
     grep = grep_available() if use_grep else None
-    if grep and source.path is not None and not source.gz and source.data is None:
-        if not os.path.isfile(source.path):
-            raise UsageError(f"{source.name}: not a regular file")
-        if os.path.getsize(source.path) >= GREP_MIN_BYTES:
-            yield from grep_candidates(source.path, needles, grep)
-            return
+    if source.path is not None and not os.path.isfile(source.path):
+        raise UsageError(f"{source.name}: not a regular file")
+    if (grep and source.data is None and source.path is not None and not source.gz
+            and os.path.getsize(source.path) >= GREP_MIN_BYTES):
+        yield from grep_candidates(source.path, needles, grep)
+        return
     stream = _open(source)
     try:
-        yield from python_candidates(stream, combined)
+        if grep and source.data is None and (source.gz or source.path is None):
+            yield from grep_candidates(None, needles, grep, stream=stream, name=source.name)
+        else:
+            yield from python_candidates(stream, combined)
     except (OSError, EOFError) as exc:  # gzip: truncated or not gzip at all
         raise UsageError(f"{source.name}: cannot read: {exc}") from exc
     finally:
