@@ -47,6 +47,10 @@ def test_llama3_8b_fp8_conditional_array_appends():
     assert cfg.vocab_size == 128256 and cfg.tokenizer_type == "NullTokenizer"
     assert cfg.world_size == 8 and cfg.data_parallel_size == 8
     assert cfg.sequence_parallel and cfg.tp == 1  # silently off in Megatron
+    # Llama 3 8B has 8,030,261,248 parameters (its model card); 128256 needs no padding at TP 1
+    from trainmedic.memory.model import count_parameters
+
+    assert count_parameters(cfg).total == 8_030_261_248
 
 
 def test_amd_llama2_eval_of_a_string_command_and_if_elif_chain():
@@ -144,3 +148,33 @@ def test_script_through_cli_json_and_overrides(capsys):
     assert data["inputs"]["derived"]["world_size"] == 8
     assert data["total_mib"] == pytest.approx(data["weight_and_optimizer_mib"]
                                               + data["activation_mib"])
+
+
+PAI_ARGS = (
+    "dsw ../../ 8B 1 8 1e-5 1e-6 128 128 256 bf16 4 2 sel true false true true false 100000 "
+    "/mnt/llama3-datasets/wudao none 100000000 10000 /workspace/out"
+)
+
+
+def test_pai_megatron_patch_positional_arguments_and_eval():
+    text = (FIX / "pai_megatron_patch_llama3_mcore.sh").read_text()
+    cfg, cmd = script_config_and_command(text, argv=PAI_ARGS.split())
+    assert cmd.script == "pretrain_llama.py" and cmd.launcher[0] == "torchrun"
+    assert (cfg.num_layers, cfg.hidden_size, cfg.ffn_hidden_size) == (32, 4096, 14336)
+    assert cfg.group_query_attention and cfg.num_query_groups == 8  # gqa_options when 8B
+    assert (cfg.tp, cfg.pp, cfg.micro_batch_size, cfg.global_batch_size) == (4, 2, 1, 8)
+    assert cfg.recompute_granularity == "selective" and cfg.sequence_parallel  # AC=sel, SP
+    assert cfg.bf16 and cfg.use_distributed_optimizer and cfg.world_size == 8
+    assert cfg.effective_vocab_size == 128256  # --patch-tokenizer-type LLama3Tokenizer
+
+
+def test_pai_script_without_its_arguments_says_what_to_do(capsys):
+    rc = main(["memory", "--script", str(FIX / "pai_megatron_patch_llama3_mcore.sh"),
+               "--no-probe"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "needs a value" in err and "--script-args" in err
+    rc = main(["memory", "--script", str(FIX / "pai_megatron_patch_llama3_mcore.sh"),
+               "--no-probe", "--json", "--script-args", PAI_ARGS])
+    data = json.loads(capsys.readouterr().out)
+    # 128256 padded to a multiple of 128 x TP 4 = 128512: 256 extra rows in each of 2 tables
+    assert rc == 0 and data["parameters"]["total"] == 8_030_261_248 + 2 * 256 * 4096

@@ -21,7 +21,13 @@ GPT2_VOCAB = 50257
 TOKENIZER_VOCAB = {
     "GPT2BPETokenizer": GPT2_VOCAB,
     "Llama2Tokenizer": 32000,
+    "LLamaTokenizer": 32000,  # Pai-Megatron-Patch --patch-tokenizer-type names
+    "LLama2Tokenizer": 32000,
+    "LLama3Tokenizer": 128256,
 }
+# Well-known Hugging Face tokenizer families, matched in --tokenizer-model (lower case).
+MODEL_NAME_VOCAB = (("llama-3", 128256), ("llama3", 128256), ("llama-2", 32000),
+                    ("llama2", 32000), ("mistral", 32000), ("mixtral", 32000))
 
 
 @dataclass
@@ -76,6 +82,7 @@ class MemoryConfig:
     fp8: str | None = None
     fp8_param_gather: bool = False
     tokenizer_type: str | None = None
+    tokenizer_model: str | None = None
     notes: list[str] = field(default_factory=list, compare=False)
     ignored_args: list[str] = field(default_factory=list, compare=False)
 
@@ -128,7 +135,13 @@ class MemoryConfig:
     def effective_vocab_size(self) -> int:
         if self.vocab_size:
             return self.vocab_size
-        return TOKENIZER_VOCAB.get(self.tokenizer_type or "", GPT2_VOCAB)
+        if self.tokenizer_type in TOKENIZER_VOCAB:
+            return TOKENIZER_VOCAB[self.tokenizer_type]
+        model = (self.tokenizer_model or "").lower()
+        for needle, size in MODEL_NAME_VOCAB:
+            if needle in model:
+                return size
+        return GPT2_VOCAB
 
     @property
     def padded_vocab_size(self) -> int:
@@ -234,6 +247,8 @@ FLAGS: dict[str, tuple[str, str]] = {
     "--fp8-format": ("fp8", "str"),
     "--fp8-param-gather": ("fp8_param_gather", "true"),
     "--tokenizer-type": ("tokenizer_type", "str"),
+    "--patch-tokenizer-type": ("tokenizer_type", "str"),
+    "--tokenizer-model": ("tokenizer_model", "str"),
 }
 # Short Megatron aliases people use in scripts.
 ALIASES = {
@@ -376,6 +391,7 @@ def require(cfg: MemoryConfig) -> MemoryConfig:
     if not cfg.vocab_size:
         cfg.notes.append(
             f"vocabulary size not given: assumed {cfg.effective_vocab_size}"
-            f" ({cfg.tokenizer_type or 'GPT-2'}); pass --vocab-size N for your tokenizer"
+            f" ({cfg.tokenizer_model or cfg.tokenizer_type or 'GPT-2'}); pass --vocab-size N "
+            "for your tokenizer"
         )
     return cfg

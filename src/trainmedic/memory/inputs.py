@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 from collections.abc import Sequence
 
 from trainmedic.errors import UsageError
@@ -23,6 +24,9 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     """Our options; any other argument is a Megatron flag (see `parse_with_megatron_args`)."""
     parser.allow_abbrev = False  # never let a Megatron flag be read as a prefix of ours
     parser.add_argument("--script", metavar="FILE", help="read the arguments from a launch script")
+    parser.add_argument("--script-args", metavar="ARGS", default="",
+                        help="positional arguments the script expects ($1 $2 ...), as one "
+                             "quoted string")
     parser.add_argument("--gpu-memory", metavar="SIZE",
                         help="card capacity, e.g. 80GiB, 141GB, 81559MiB (default: the gpu probe, "
                              "else 80 GiB)")
@@ -45,7 +49,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser._trainmedic_original_parse_args = original  # type: ignore[attr-defined]
 
 
-_OURS_WITH_VALUE = ("--script", "--gpu-memory", "--trees")
+_OURS_WITH_VALUE = ("--script", "--script-args", "--gpu-memory", "--trees")
 _OURS_FLAGS = ("--no-probe", "--json", "-h", "--help")
 
 
@@ -114,9 +118,16 @@ def load_config(args: argparse.Namespace) -> tuple[MemoryConfig, TrainingCommand
         raise UsageError(f"unrecognised option {stray[0]!r} (Megatron flags start with --)")
     cmd = None
     if args.script:
-        cfg, cmd = script_config_and_command(read_script(args.script), path=args.script)
+        try:
+            script_argv = shlex.split(args.script_args)
+        except ValueError as exc:
+            raise UsageError(f"--script-args: {exc}") from None
+        cfg, cmd = script_config_and_command(read_script(args.script), path=args.script,
+                                             argv=script_argv)
         cfg = config_from_args(extra, config=cfg)
     else:
+        if args.script_args:
+            raise UsageError("--script-args needs --script FILE")
         if not extra:
             raise UsageError(
                 "give Megatron arguments (--num-layers 80 --hidden-size 8192 ...) or --script FILE"

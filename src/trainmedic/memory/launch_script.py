@@ -15,6 +15,7 @@ from trainmedic.errors import UsageError
 from trainmedic.memory.config import MemoryConfig, config_from_args
 from trainmedic.memory.shell import UNKNOWN, Command, ScriptSyntaxError, interpret
 
+_NOT_LAUNCHERS = {"echo", "printf", "cat", "tee", "grep", "sed", "awk", "ls", "cp", "rm", "mkdir"}
 _MODEL_FLAGS = ("--num-layers", "--hidden-size", "--num-attention-heads", "--num_layers",
                 "--hidden_size")
 
@@ -67,6 +68,8 @@ def find_training_command(commands: list[Command]) -> TrainingCommand | None:
     strong: list[tuple[Command, int]] = []
     weak: list[tuple[Command, int]] = []
     for cmd in commands:
+        if os.path.basename(cmd.argv[0]) in _NOT_LAUNCHERS:
+            continue
         k = _python_file_index(cmd.argv)
         if k is None:
             continue
@@ -123,18 +126,26 @@ def launcher_world_size(launcher: list[str]) -> tuple[int | None, str]:
 
 
 def config_from_script(
-    text: str, *, path: str = "<script>", env: dict[str, str] | None = None
+    text: str,
+    *,
+    path: str = "<script>",
+    env: dict[str, str] | None = None,
+    argv: list[str] | None = None,
 ) -> MemoryConfig:
-    """Interpret a launch script and read the training command's Megatron arguments."""
-    cfg, _cmd = script_config_and_command(text, path=path, env=env)
+    """Interpret a launch script (with positional `argv`) and read its Megatron arguments."""
+    cfg, _cmd = script_config_and_command(text, path=path, env=env, argv=argv)
     return cfg
 
 
 def script_config_and_command(
-    text: str, *, path: str = "<script>", env: dict[str, str] | None = None
+    text: str,
+    *,
+    path: str = "<script>",
+    env: dict[str, str] | None = None,
+    argv: list[str] | None = None,
 ) -> tuple[MemoryConfig, TrainingCommand]:
     try:
-        shell = interpret(text, env)
+        shell = interpret(text, env, argv)
     except ScriptSyntaxError as exc:
         raise UsageError(f"{path}: {exc}") from None
     cmd = find_training_command(shell.commands)
@@ -159,7 +170,10 @@ def script_config_and_command(
     try:
         cfg = config_from_args(cmd.args)
     except UsageError as exc:
-        raise UsageError(f"{path}:{cmd.line}: {exc}") from None
+        hint = ""
+        if str(exc).endswith("needs a value"):
+            hint = " (an unset variable: pass the script's own arguments with --script-args)"
+        raise UsageError(f"{path}:{cmd.line}: {exc}{hint}") from None
     cfg.notes.append(f"training command: {os.path.basename(cmd.script)} at {path}:{cmd.line}")
     cfg.notes.extend(cmd.notes)
     if cfg.world_size is None:
@@ -171,4 +185,9 @@ def script_config_and_command(
         if world is not None:
             cfg.world_size = world
             cfg.notes.append(f"world size {world} from {source}")
+        elif any(UNKNOWN in word for word in cmd.launcher):
+            cfg.notes.append(
+                f"{path}:{cmd.line}: the launcher's process counts are computed at run time; "
+                "pass --world-size N"
+            )
     return cfg, cmd

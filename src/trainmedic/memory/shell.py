@@ -261,6 +261,7 @@ class Shell:
     exported: dict[str, str] = field(default_factory=dict)
     commands: list[Command] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    positional: list[str] = field(default_factory=list)
     _depth: int = 0
 
     # ---- expansion
@@ -278,6 +279,8 @@ class Shell:
             if name.endswith(("[@]", "[*]")):
                 return str(len(self.arrays.get(name[:-3], [])))
             return str(len(self.lookup(name) or ""))
+        if body in ("@", "*"):
+            return list(self.positional)
         m = re.match(r"[A-Za-z_]\w*|\d+|[@*#?$!]", body)
         if not m:
             return UNKNOWN
@@ -339,8 +342,12 @@ class Shell:
         m = _NAME.match(raw, i + 1)
         if m:
             return self.lookup(m.group(0)) or "", m.end()
-        if nxt.isdigit() or nxt in "@*#?$!-":
-            return ("0" if nxt == "#" else ""), i + 2
+        if nxt.isdigit():
+            return self.vars.get(nxt, ""), i + 2
+        if nxt in "@*":
+            return list(self.positional), i + 2
+        if nxt in "#?$!-":
+            return (str(len(self.positional)) if nxt == "#" else ""), i + 2
         return "$", i + 1
 
     def expand_word(self, raw: str) -> list[str]:
@@ -648,8 +655,14 @@ def _segments(tokens: list[Token]) -> list[tuple[list[Token], str | None]]:
     return [(seg, op) for seg, op in out if seg]
 
 
-def interpret(text: str, env: dict[str, str] | None = None) -> Shell:
-    """Run the static interpreter over a script; `env` seeds variables (not os.environ)."""
-    shell = Shell(vars=dict(env or {}))
+def interpret(
+    text: str, env: dict[str, str] | None = None, argv: list[str] | None = None
+) -> Shell:
+    """Run the static interpreter over a script; `env` seeds variables (not os.environ) and
+    `argv` the positional parameters ($1, ${10}, "$@")."""
+    positional = list(argv or [])
+    variables = dict(env or {})
+    variables.update({str(k): value for k, value in enumerate(positional, 1)})
+    shell = Shell(vars=variables, positional=positional)
     shell.run(text)
     return shell
