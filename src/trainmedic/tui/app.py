@@ -1,0 +1,173 @@
+"""The Textual app: owns the forest, the probe runner and saving; screens do the showing.
+
+Probes and triage are optional collaborators found at run time (guarded imports), and can be
+injected, so tests drive the app with fake probes and the UI never waits on a real one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+
+from trainmedic.errors import UsageError
+from trainmedic.trees import Forest, Ref
+from trainmedic.tui.search import NodeSearchProvider
+from trainmedic.walk import WalkSession
+
+ProbeRunner = Callable[[list[str] | None], list[Any]]
+
+
+class TrainmedicApp(App[int]):
+    """Home screen first; a walk, browse, triage or probes screen is pushed on top of it."""
+
+    TITLE = "trainmedic"
+    CSS_PATH = str(Path(__file__).with_name("app.tcss"))  # absolute: subclasses live elsewhere
+    COMMANDS: ClassVar = App.COMMANDS | {NodeSearchProvider}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("f1", "help", "help", key_display="F1", show=False),
+        Binding("ctrl+q", "quit", "quit", key_display="^q", show=False, priority=True),
+    ]
+
+    def __init__(
+        self,
+        forest: Forest,
+        *,
+        session: WalkSession | None = None,
+        probes: bool = True,
+        probe_runner: ProbeRunner | None = None,
+        triage_api: Any | None = None,
+        save: Callable[[dict[str, Any]], object] | None = None,
+    ) -> None:
+        super().__init__()
+        self.forest = forest
+        self._initial_session = session
+        self.probes_enabled = probes
+        self._probe_runner = probe_runner
+        self._triage_api = triage_api
+        self._save = save
+        self._save_failed = False
+
+    # -- collaborators ------------------------------------------------------------------------
+    @property
+    def probe_runner(self) -> ProbeRunner | None:
+        """The injected runner, else `trainmedic.probes.runner.run_probes` if it exists."""
+        if self._probe_runner is None:
+            if not self.probes_enabled:
+                return None
+            from trainmedic.plain import load_probe_runner
+
+            self._probe_runner = load_probe_runner()
+        return self._probe_runner
+
+    @property
+    def triage_api(self) -> Any | None:
+        """An object with `triage_paths(paths)` and `triage_text(text)`, or None."""
+        if self._triage_api is None:
+            try:
+                import trainmedic.triage as triage
+
+                if hasattr(triage, "triage_paths") and hasattr(triage, "triage_text"):
+                    self._triage_api = triage
+            except ImportError:
+                return None
+        return self._triage_api
+
+    def save_session(self, session: WalkSession) -> None:
+        """Save after every step; a failing disk is reported once and never ends the walk."""
+        try:
+            if self._save is not None:
+                self._save(session.to_dict())
+            else:
+                from trainmedic.state import save_walk
+
+                save_walk(session.to_dict())
+        except OSError as exc:
+            if not self._save_failed:
+                self._save_failed = True
+                self.notify(f"cannot save the walk: {exc}", severity="warning")
+
+    # -- navigation ---------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        from trainmedic.tui.screens.home import HomeScreen
+
+        self.push_screen(HomeScreen())
+        if self._initial_session is not None:
+            self.open_walk(self._initial_session)
+
+    def open_walk(self, target: WalkSession | Ref | str, *, triage: dict | None = None) -> None:
+        from trainmedic.tui.screens.walk import WalkScreen
+
+        try:
+            session = target if isinstance(target, WalkSession) else WalkSession(
+                self.forest, target)
+        except UsageError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if triage is not None:
+            session.triage = triage
+        self.push_screen(WalkScreen(session))
+
+    def resume(self, data: dict[str, Any]) -> None:
+        try:
+            session = WalkSession.from_dict(self.forest, data)
+        except UsageError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return
+        self.open_walk(session)
+
+    def open_browse(self, ref: Ref | None = None) -> None:
+        from trainmedic.tui.screens.browse import BrowseScreen
+
+        self.push_screen(BrowseScreen(ref))
+
+    def go_home(self) -> None:
+        while len(self.screen_stack) > 2:
+            self.pop_screen()
+        home = self.screen
+        if hasattr(home, "reload_walks"):
+            home.reload_walks()
+
+    def action_help(self) -> None:
+        from trainmedic.tui.screens.help import HelpScreen
+
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_triage(self) -> None:
+        from trainmedic.tui.screens.triage import TriageScreen
+
+        self.push_screen(TriageScreen())
+
+    def action_probes(self) -> None:
+        from trainmedic.tui.screens.probes import ProbesScreen
+
+        self.push_screen(ProbesScreen())
+
+    # -- command palette ----------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Every action shown in the footer of this screen, plus the app-wide ones."""
+        yield from super().get_system_commands(screen)
+        seen: set[str] = set()
+        for active in screen.active_bindings.values():
+            binding = active.binding
+            if not active.enabled or not binding.description or binding.action in seen:
+                continue
+            if binding.action in ("quit", "app.quit", "command_palette"):
+                continue
+            seen.add(binding.action)
+            title = binding.description[0].upper() + binding.description[1:]
+            yield SystemCommand(title, f"key: {binding.key_display or binding.key}",
+                                partial(_run_action, active.node, binding.action))
+        yield SystemCommand("Log triage", "Open a log or paste an error", self.action_triage)
+        yield SystemCommand("Run probes", "Check this machine", self.action_probes)
+        yield SystemCommand("Browse trees", "Every tree as an outline", self.open_browse)
+
+
+async def _run_action(node: Any, action: str) -> None:
+    await node.run_action(action)

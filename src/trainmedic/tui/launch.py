@@ -1,0 +1,36 @@
+"""Entry points the CLI calls; Textual is imported here, only when the TUI really starts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trainmedic.trees import Forest
+    from trainmedic.tui.app import TrainmedicApp
+    from trainmedic.walk import WalkSession
+
+
+def build_home_app(trees: Sequence[str], app_class: type[TrainmedicApp] | None = None,
+                   ) -> TrainmedicApp:
+    """The app at its home screen over the built-in trees plus `trees` (UsageError if broken)."""
+    from trainmedic.trees import load_forest_or_fail
+
+    forest = load_forest_or_fail(trees)
+    if app_class is None:
+        from trainmedic.tui.app import TrainmedicApp as app_class
+    return app_class(forest)
+
+
+def run_home(trees: list[str]) -> int:
+    app = build_home_app(trees)
+    app.run()
+    return app.return_code or 0
+
+
+def run_walk(forest: Forest, session: WalkSession, *, probes: bool = True) -> int:
+    from trainmedic.tui.app import TrainmedicApp
+
+    app = TrainmedicApp(forest, session=session, probes=probes)
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,201 @@
+"""Browse: every tree as an expandable outline, any node opened read-only, search across all."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static, Tree
+from textual.widgets.tree import TreeNode
+
+from trainmedic.trees import Fix, Forest, Ref
+from trainmedic.tui.search import node_label, search_nodes
+from trainmedic.tui.widgets.nodeview import render_node
+
+
+def _label(forest: Forest, ref: Ref, prefix: str = "", *, show_tree: bool = False) -> Text:
+    node = forest.node(ref)
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if prefix:
+        text.append(prefix, style="dim")
+    mark, style = ("✚ ", "green") if isinstance(node, Fix) else ("? ", "bold")
+    text.append(mark, style=style)
+    if show_tree:
+        text.append(f"{ref.tree}: ", style="dim")
+    text.append(node_label(forest, ref))
+    return text
+
+
+class BrowseScreen(Screen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "search", "search", key_display="/"),
+        Binding("w", "walk", "walk from here"),
+        Binding("e", "expand_all", "expand all"),
+        Binding("escape", "leave", "back", key_display="esc"),
+        Binding("question_mark", "app.help", "help", key_display="?"),
+    ]
+
+    def __init__(self, focus: Ref | None = None) -> None:
+        super().__init__()
+        self.focus_ref = focus
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble(("Browse", "bold"), "  every tree, read-only — enter expands, "
+                                   "w walks from the highlighted node"), id="titlebar")
+        yield Input(placeholder="/ search questions and fixes in all trees…", id="search")
+        with Horizontal(id="browse-body"):
+            yield Tree("trees", id="outline")
+            with VerticalScroll(id="node-view"):
+                yield Static(id="node-detail")
+        yield Footer(compact=True)
+
+    @property
+    def forest(self) -> Forest:
+        return self.app.forest  # type: ignore[attr-defined]
+
+    def on_mount(self) -> None:
+        outline = self.query_one("#outline", Tree)
+        outline.show_root = False
+        outline.guide_depth = 3
+        self._build_outline()
+        outline.focus()
+
+    # -- outline ------------------------------------------------------------------------------
+    def _build_outline(self) -> None:
+        outline = self.query_one("#outline", Tree)
+        outline.clear()
+        target: TreeNode | None = None
+        for tree_id, tree in self.forest.trees.items():
+            label = Text(no_wrap=True, overflow="ellipsis")
+            label.append(f"{tree_id} ", style="bold")
+            label.append(str(tree.title), style="dim")
+            branch = outline.root.add(label, data=None, expand=False)
+            start = Ref(tree_id, tree.start)
+            node = self._add(branch, start, "")
+            if self.focus_ref is not None and self.focus_ref.tree == tree_id:
+                branch.expand()
+                target = self._reveal(node, self.focus_ref) or node
+        if target is not None:
+            self.call_after_refresh(self._select, target)
+        elif outline.root.children:
+            outline.cursor_line = 0
+
+    def _add(self, parent: TreeNode, ref: Ref, prefix: str) -> TreeNode:
+        same_tree = parent.data is None or parent.data.tree == ref.tree
+        node = self.forest.node(ref)
+        expandable = same_tree and not isinstance(node, Fix)
+        if not same_tree:
+            label = Text(f"{prefix}↪ {ref}  ", style="dim") + _label(self.forest, ref)
+            return parent.add_leaf(label, data=ref)
+        return parent.add(_label(self.forest, ref, prefix), data=ref, allow_expand=expandable)
+
+    def _populate(self, tree_node: TreeNode) -> None:
+        ref: Ref | None = tree_node.data
+        if ref is None or tree_node.children:
+            return
+        node = self.forest.node(ref)
+        if isinstance(node, Fix):
+            return
+        for i, answer in enumerate(node.answers, start=1):
+            target = self.forest.resolve(ref.tree, answer.goto)
+            if target is not None:
+                self._add(tree_node, target, f"{i}. {answer.text} → ")
+
+    def _reveal(self, start: TreeNode, want: Ref, depth: int = 0) -> TreeNode | None:
+        """Expand the outline down to `want` (first path found), returning its node."""
+        if start.data == want:
+            return start
+        if depth > 30 or not start.allow_expand:
+            return None
+        self._populate(start)
+        for child in start.children:
+            found = self._reveal(child, want, depth + 1)
+            if found is not None:
+                start.expand()
+                return found
+        return None
+
+    def _select(self, node: TreeNode) -> None:
+        outline = self.query_one("#outline", Tree)
+        outline.move_cursor(node)
+        self._show(node.data)
+
+    def _show(self, ref: Ref | None) -> None:
+        detail = self.query_one("#node-detail", Static)
+        if ref is None:
+            detail.update(Text("Expand a tree (enter) to read its nodes.", style="dim"))
+        else:
+            detail.update(render_node(self.forest, ref))
+
+    def on_tree_node_expanded(self, event: Tree.NodeExpanded) -> None:
+        self._populate(event.node)
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        data = event.node.data
+        if data is None and event.node.parent is not None and event.node.children:
+            data = event.node.children[0].data
+        self._show(data)
+
+    # -- search -------------------------------------------------------------------------------
+    def on_input_changed(self, event: Input.Changed) -> None:
+        query = event.value.strip()
+        if not query:
+            self._build_outline()
+            return
+        outline = self.query_one("#outline", Tree)
+        outline.clear()
+        hits = list(search_nodes(self.forest, query))
+        by_tree: dict[str, TreeNode] = {}
+        for ref in hits:
+            if ref.tree not in by_tree:
+                title = self.forest.trees[ref.tree].title
+                by_tree[ref.tree] = outline.root.add(Text.assemble((ref.tree, "bold"), " ",
+                                                                   (str(title), "dim")),
+                                                     expand=True)
+            by_tree[ref.tree].add_leaf(_label(self.forest, ref), data=ref)
+        if not hits:
+            outline.root.add_leaf(Text(f"nothing matches '{query}'", style="dim"))
+
+    def on_input_submitted(self, _event: Input.Submitted) -> None:
+        self.query_one("#outline", Tree).focus()
+
+    # -- actions ------------------------------------------------------------------------------
+    def action_search(self) -> None:
+        self.query_one("#search", Input).focus()
+
+    def action_walk(self) -> None:
+        node = self.query_one("#outline", Tree).cursor_node
+        ref = node.data if node is not None else None
+        if ref is None and node is not None and node.children:
+            ref = node.children[0].data
+        if ref is not None:
+            app: Any = self.app
+            app.open_walk(ref)
+
+    def action_expand_all(self) -> None:
+        node = self.query_one("#outline", Tree).cursor_node
+        if node is None:
+            return
+        branch = node
+        while branch.parent is not None and branch.parent.parent is not None:
+            branch = branch.parent
+        self._expand(branch, 0)
+
+    def _expand(self, node: TreeNode, depth: int) -> None:
+        if depth > 12 or not node.allow_expand:
+            return
+        self._populate(node)
+        node.expand()
+        for child in node.children:
+            self._expand(child, depth + 1)
+
+    def action_leave(self) -> None:
+        search = self.query_one("#search", Input)
+        if search.has_focus and search.value:
+            search.value = ""
+            return
+        self.app.pop_screen()

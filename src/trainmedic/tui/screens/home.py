@@ -1,0 +1,192 @@
+"""Home: every tree, log triage, probes and recent walks in one list you filter by typing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+RECENT_WALKS = 5
+
+
+@dataclass
+class Entry:
+    """One line of the home list: what it opens, and the text the filter matches."""
+
+    key: str  # "tree:oom", "action:triage", "walk:<id>"
+    label: Text
+    haystack: str
+    detail: Text
+    data: Any = None
+
+
+class HomeScreen(Screen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "open", "open", priority=True),
+        Binding("down", "cursor(1)", "move", key_display="↓↑", priority=True),
+        Binding("up", "cursor(-1)", "move", show=False, priority=True),
+        Binding("pagedown", "cursor(10)", "page down", show=False, priority=True),
+        Binding("pageup", "cursor(-10)", "page up", show=False, priority=True),
+        Binding("escape", "clear", "clear"),
+        Binding("ctrl+b", "browse", "browse"),
+        Binding("ctrl+t", "triage", "triage"),
+        Binding("ctrl+r", "probes", "probes"),
+        Binding("f1", "app.help", "help", key_display="F1"),
+        Binding("ctrl+q", "app.quit", "quit", key_display="^q"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble(("trainmedic", "bold"), "  from a dead or frozen training "
+                                   "job to the fix"), id="titlebar")
+        yield Input(placeholder="type to filter trees, actions and recent walks…", id="filter")
+        yield OptionList(id="entries")
+        yield Static(id="detail")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.entries: list[Entry] = []
+        self.shown: list[Entry] = []
+        self.reload_walks()
+        self.query_one("#filter", Input).focus()
+
+    # -- content ------------------------------------------------------------------------------
+    def reload_walks(self) -> None:
+        from trainmedic.state import list_walks
+
+        walks, skipped = list_walks()
+        for item in skipped:
+            self.app.notify(f"{item.path.name}: {item.reason}; skipped",
+                            title="Saved walk unreadable", severity="warning", timeout=6)
+        self.entries = self._tree_entries() + self._action_entries() + self._walk_entries(walks)
+        self.apply_filter(self.query_one("#filter", Input).value)
+
+    def _tree_entries(self) -> list[Entry]:
+        forest = self.app.forest  # type: ignore[attr-defined]
+        ids = sorted(forest.trees, key=lambda t: (t != "triage", 0))
+        entries = []
+        width = max((len(t) for t in ids), default=4)
+        for tree_id in ids:
+            tree = forest.trees[tree_id]
+            questions, fixes = forest.counts(tree_id)
+            label = Text(no_wrap=True, overflow="ellipsis")
+            label.append(f"{tree_id:<{width}}  ", style="bold")
+            label.append(str(tree.title))
+            label.append(f"  {' '.join(str(tree.summary).split())}", style="dim")
+            detail = Text.assemble((str(tree.title), "bold"), f"   {tree_id} · {questions} "
+                                   f"questions · {fixes} fixes",
+                                   (f" · {', '.join(tree.tags)}" if tree.tags else ""),
+                                   "\n", " ".join(str(tree.summary).split()))
+            hay = " ".join([tree_id, str(tree.title), str(tree.summary), *tree.tags]).lower()
+            entries.append(Entry(f"tree:{tree_id}", label, hay, detail, tree_id))
+        return entries
+
+    def _action_entries(self) -> list[Entry]:
+        def entry(key: str, title: str, line: str) -> Entry:
+            label = Text(no_wrap=True, overflow="ellipsis")
+            label.append(f"» {title}", style="bold")
+            label.append(f"  {line}", style="dim")
+            return Entry(key, label, f"{title} {line}".lower(), Text(line))
+
+        return [
+            entry("action:triage", "Log triage", "open a log or paste an error; jump to the node"),
+            entry("action:probes", "Run probes", "GPUs, environment, versions, Xid, network"),
+            entry("action:browse", "Browse all trees", "read every tree as an outline, search"),
+        ]
+
+    def _walk_entries(self, walks) -> list[Entry]:
+        entries = []
+        for saved in walks[:RECENT_WALKS]:
+            data = saved.data
+            when = str(data.get("updated", ""))[:16].replace("T", " ")
+            done = "fix" if data.get("finished") else "at"
+            label = Text(no_wrap=True, overflow="ellipsis")
+            label.append("↺ resume ", style="bold")
+            label.append(f"{data.get('tree', '?')}  {done} {data.get('current', '?')}")
+            label.append(f"  {len(data.get('steps', []))} steps · {when}", style="dim")
+            detail = Text(f"saved walk {saved.id}\n{saved.path}")
+            hay = f"resume {saved.id} {data.get('current', '')}".lower()
+            entries.append(Entry(f"walk:{saved.id}", label, hay, detail, data))
+        return entries
+
+    def apply_filter(self, query: str) -> None:
+        words = query.lower().split()
+        self.shown = [e for e in self.entries if all(w in e.haystack for w in words)]
+        options = self.query_one("#entries", OptionList)
+        options.clear_options()
+        options.add_options([Option(e.label, id=e.key) for e in self.shown])
+        if self.shown:
+            options.highlighted = 0
+        self._show_detail()
+
+    def _show_detail(self) -> None:
+        entry = self.current_entry()
+        detail = self.query_one("#detail", Static)
+        if entry is None:
+            detail.update(Text("Nothing matches the filter. escape clears it.", style="dim"))
+        else:
+            detail.update(entry.detail)
+
+    def current_entry(self) -> Entry | None:
+        index = self.query_one("#entries", OptionList).highlighted
+        return self.shown[index] if index is not None and index < len(self.shown) else None
+
+    # -- events and actions -------------------------------------------------------------------
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.apply_filter(event.value)
+
+    def on_option_list_option_highlighted(self, _event: OptionList.OptionHighlighted) -> None:
+        self._show_detail()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.action_open()
+
+    def action_cursor(self, delta: int) -> None:
+        options = self.query_one("#entries", OptionList)
+        if not self.shown:
+            return
+        current = options.highlighted or 0
+        options.highlighted = max(0, min(len(self.shown) - 1, current + delta))
+
+    def action_clear(self) -> None:
+        self.query_one("#filter", Input).value = ""
+
+    def action_open(self) -> None:
+        entry = self.current_entry()
+        if entry is None:
+            return
+        kind, _, _name = entry.key.partition(":")
+        app: Any = self.app
+        if kind == "tree":
+            app.open_walk(entry.data)
+        elif kind == "walk":
+            app.resume(entry.data)
+        elif entry.key == "action:triage":
+            app.action_triage()
+        elif entry.key == "action:probes":
+            app.action_probes()
+        elif entry.key == "action:browse":
+            app.open_browse()
+
+    def action_browse(self) -> None:
+        entry = self.current_entry()
+        app: Any = self.app
+        if entry is not None and entry.key.startswith("tree:"):
+            from trainmedic.trees import Ref
+
+            forest = app.forest
+            app.open_browse(Ref(entry.data, forest.trees[entry.data].start))
+        else:
+            app.open_browse()
+
+    def action_triage(self) -> None:
+        self.app.action_triage()  # type: ignore[attr-defined]
+
+    def action_probes(self) -> None:
+        self.app.action_probes()  # type: ignore[attr-defined]

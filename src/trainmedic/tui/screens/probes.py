@@ -1,0 +1,64 @@
+"""Run every probe on this machine in the background and show status and summary per probe."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+from textual.worker import Worker, WorkerState
+
+from trainmedic.tui.widgets.evidence import STATUS_MARK
+
+
+class ProbesScreen(Screen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("r", "run", "run again"),
+        Binding("escape", "leave", "back", key_display="esc"),
+        Binding("question_mark", "app.help", "help", key_display="?"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text.assemble(("Probes", "bold"), "  this machine: GPUs, environment, "
+                                   "versions, kernel Xid, network"), id="titlebar")
+        with VerticalScroll(id="probe-results"):
+            yield Static(id="probe-table")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.action_run()
+
+    def action_run(self) -> None:
+        table = self.query_one("#probe-table", Static)
+        runner = self.app.probe_runner  # type: ignore[attr-defined]
+        if runner is None:
+            table.update(Text("probes not available in this build", style="yellow"))
+            return
+        table.update(Text("running probes… (each has its own timeout; the screen stays live)",
+                          style="italic"))
+        self.run_worker(partial(runner, None), thread=True, group="all-probes",
+                        exclusive=True, exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "all-probes":
+            return
+        table = self.query_one("#probe-table", Static)
+        if event.state == WorkerState.ERROR:
+            table.update(Text(f"probes failed: {event.worker.error}", style="red"))
+        elif event.state == WorkerState.SUCCESS:
+            text = Text()
+            for r in event.worker.result or []:
+                mark, style = STATUS_MARK.get(r.status, ("?   ", ""))
+                text.append(f"{mark} ", style=style)
+                text.append(f"{r.name:<14}", style="bold")
+                text.append(f"{r.summary}")
+                text.append(f"  {r.duration_s:.1f}s\n", style="dim")
+            table.update(text)
+
+    def action_leave(self) -> None:
+        self.app.pop_screen()

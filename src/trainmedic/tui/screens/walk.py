@@ -1,0 +1,274 @@
+"""The walk: a question with numbered answers, or a fix with copyable commands, plus evidence.
+
+One screen follows the session from node to node (recomposed at each step); the keys shown in
+the footer change with the kind of node. Probes run in a thread worker, so a hung probe never
+freezes the screen; when they answer, the suggestion and its evidence appear beside the question.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+from textual.worker import Worker, WorkerState
+
+from trainmedic.trees import Fix, Question
+from trainmedic.tui.widgets.codeblock import CodeBlock
+from trainmedic.tui.widgets.evidence import EvidencePanel
+from trainmedic.walk import WalkSession
+
+
+def _digit_bindings(action: str, description: str) -> list[Binding]:
+    first = Binding("1", f"{action}(0)", description, key_display="1-9")
+    return [first] + [Binding(str(n), f"{action}({n - 1})", description, show=False)
+                      for n in range(2, 10)]
+
+
+class WalkScreen(Screen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *_digit_bindings("answer", "answer"),
+        *_digit_bindings("copy", "copy"),
+        Binding("n", "did_not_help", "did not help"),
+        Binding("escape", "back", "back", key_display="esc"),
+        Binding("b", "back", "back", show=False),
+        Binding("r", "restart", "restart"),
+        Binding("u", "return", "return"),
+        Binding("p", "rerun_probes", "probes"),
+        Binding("o", "browse", "browse"),
+        Binding("h", "home", "home"),
+        Binding("question_mark", "app.help", "help", key_display="?"),
+    ]
+
+    def __init__(self, session: WalkSession) -> None:
+        super().__init__()
+        self.session = session
+        self.running: list[str] = []
+        self.asked: set[str] = set()
+
+    # -- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        s = self.session
+        yield Static(self._breadcrumb(), id="crumbs")
+        with Horizontal(id="walk-body"):
+            with VerticalScroll(id="main"):
+                node = s.node
+                if isinstance(node, Question):
+                    yield from self._compose_question(node)
+                else:
+                    yield from self._compose_fix(node)
+            yield EvidencePanel(id="evidence")
+        yield Footer(compact=True)
+
+    def _breadcrumb(self) -> Text:
+        s = self.session
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(f"{s.forest.trees[s.current.tree].title}", style="bold")
+        text.append("  ")
+        path = s.path()
+        shown = path[-5:]
+        if len(path) > len(shown):
+            text.append("… › ", style="dim")
+        for i, ref in enumerate(shown):
+            label = ref.node if ref.tree == s.current.tree else str(ref)
+            text.append(label, style="bold reverse" if i == len(shown) - 1 else "")
+            if i < len(shown) - 1:
+                text.append(" › ", style="dim")
+        return text
+
+    def _compose_question(self, question: Question) -> ComposeResult:
+        yield Static(Text(str(question.question), style="bold"), id="question")
+        if question.help:
+            help_box = Static(Text(str(question.help).rstrip()), id="help")
+            help_box.border_title = "how to check"
+            yield help_box
+        yield OptionList(*self._answer_options(question), id="answers")
+        if self.session.stack:
+            yield Static(Text(f"u returns to {self.session.stack[-1]}", style="dim"),
+                         classes="hint")
+
+    def _answer_options(self, question: Question) -> list[Option]:
+        suggested, _ = self.session.suggestion()
+        options = []
+        for i, answer in enumerate(question.answers):
+            label = Text()
+            label.append(f"{i + 1}  ", style="bold")
+            label.append(str(answer.text))
+            if i == suggested:
+                label.append("  ★ suggested", style="bold green")
+            ref = self.session.forest.resolve(self.session.current.tree, answer.goto)
+            if ref is not None and ref.tree != self.session.current.tree:
+                label.append(f"  ↪ {ref}", style="dim")
+            options.append(Option(label, id=f"answer-{i}"))
+        return options
+
+    def _compose_fix(self, fix: Fix) -> ComposeResult:
+        yield Static(Text.assemble(("FIX  ", "bold reverse"), " ", (str(fix.fix), "bold")),
+                     id="fix-title")
+        yield Static(Text.assemble(("Why  ", "bold"), str(fix.why)), classes="why")
+        number = 0
+        for i, step in enumerate(fix.steps, start=1):
+            yield Static(Text.assemble((f"{i}. ", "bold"), str(step.do)), classes="step")
+            if step.code:
+                number += 1
+                yield CodeBlock(step.code, step.lang, number)
+        if fix.verify:
+            yield Static(Text.assemble(("Verify  ", "bold green"), str(fix.verify)),
+                         classes="verify")
+        if fix.myth:
+            yield Static(Text.assemble(("Myth  ", "bold yellow"), str(fix.myth)), classes="myth")
+        if fix.refs:
+            refs = Text()
+            refs.append("References\n", style="bold")
+            for r in fix.refs:
+                refs.append(f"• {r.title}")
+                if r.url:
+                    refs.append(f"  {r.url}", style="underline")
+                refs.append("\n")
+            yield Static(refs, classes="refs")
+        yield Static(Text("n: this did not help (back to the last question)", style="dim"),
+                     classes="hint")
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        # A walk opened and left at once is not worth a file; one with triage evidence is.
+        self._after_step(save=bool(self.session.triage or self.session.steps))
+
+    def _after_step(self, *, save: bool = True) -> None:
+        if save:
+            self.app.save_session(self.session)  # type: ignore[attr-defined]
+        self._update_evidence()
+        self._focus_main()
+        self._start_probes()
+        self.refresh_bindings()
+
+    async def _move(self, moved: bool = True) -> None:
+        if not moved:
+            return
+        self.app.save_session(self.session)  # type: ignore[attr-defined]
+        await self.recompose()
+        self._after_step(save=False)
+
+    def _focus_main(self) -> None:
+        if self.session.question is not None:
+            self.query_one("#answers", OptionList).focus()
+        else:
+            blocks = self.query(CodeBlock)
+            if blocks:
+                blocks.first().focus(scroll_visible=False)
+            self.query_one("#main", VerticalScroll).scroll_home(animate=False)
+
+    def _update_evidence(self) -> None:
+        s = self.session
+        suggestion = None
+        question = s.question
+        index, lines = s.suggestion()
+        if question is not None and index is not None:
+            suggestion = (f"{index + 1}. {question.answers[index].text}", lines)
+        history = [f"{step.node}: {e}" for step in s.steps for e in step.evidence]
+        self.query_one(EvidencePanel).show(probes=s.probes, running=self.running,
+                                           suggestion=suggestion, triage=s.triage,
+                                           history=history if question is None else None)
+
+    # -- probes in the background -------------------------------------------------------------
+    def _start_probes(self, *, again: bool = False) -> None:
+        question = self.session.question
+        runner = self.app.probe_runner  # type: ignore[attr-defined]
+        if question is None or runner is None:
+            return
+        wanted = [p for p in question.probes if (again or p not in self.asked)
+                  and p not in self.running]
+        if not wanted:
+            return
+        self.asked.update(wanted)
+        self.running.extend(wanted)
+        self._update_evidence()
+        self.run_worker(partial(runner, wanted), thread=True, group="probes",
+                        name=",".join(wanted), exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        worker = event.worker
+        if worker.group != "probes" or event.state not in (WorkerState.SUCCESS,
+                                                           WorkerState.ERROR):
+            return
+        names = worker.name.split(",")
+        self.running = [n for n in self.running if n not in names]
+        if event.state == WorkerState.SUCCESS and worker.result:
+            self.session.attach_probes(worker.result)
+            self.app.save_session(self.session)  # type: ignore[attr-defined]
+        elif event.state == WorkerState.ERROR:
+            self.notify(f"probes {worker.name} failed: {worker.error}", severity="warning")
+        self._update_evidence()
+        question = self.session.question
+        if question is not None:
+            answers = self.query_one("#answers", OptionList)
+            highlighted = answers.highlighted
+            answers.set_options(self._answer_options(question))
+            answers.highlighted = highlighted
+
+    # -- actions ------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        s = self.session
+        if action == "answer":
+            q = s.question
+            return q is not None and int(parameters[0]) < len(q.answers)  # type: ignore[arg-type]
+        if action == "copy":
+            return s.fix is not None and int(parameters[0]) < len(self.query(CodeBlock))  # type: ignore[arg-type]
+        if action == "did_not_help":
+            return s.fix is not None and bool(s.steps)
+        if action == "return":
+            return bool(s.stack)
+        if action == "rerun_probes":
+            return s.question is not None and bool(s.question.probes) \
+                and self.app.probe_runner is not None  # type: ignore[attr-defined]
+        return True
+
+    async def action_answer(self, index: int) -> None:
+        if self.session.question is None or index >= len(self.session.question.answers):
+            return
+        self.session.answer(index)
+        await self._move()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.run_worker(self.action_answer(event.option_index), exclusive=True, group="move")
+
+    def action_copy(self, index: int) -> None:
+        blocks = list(self.query(CodeBlock))
+        if index < len(blocks):
+            blocks[index].action_copy()
+
+    async def action_back(self) -> None:
+        if not self.session.back():
+            self.app.pop_screen()
+            return
+        await self._move()
+
+    async def action_did_not_help(self) -> None:
+        await self._move(self.session.back_to_question())
+
+    async def action_restart(self) -> None:
+        self.session.restart()
+        await self._move()
+
+    async def action_return(self) -> None:
+        await self._move(self.session.return_from_link())
+
+    def action_rerun_probes(self) -> None:
+        self._start_probes(again=True)
+
+    def action_browse(self) -> None:
+        self.app.open_browse(self.session.current)  # type: ignore[attr-defined]
+
+    def action_home(self) -> None:
+        self.app.go_home()  # type: ignore[attr-defined]
+
+    def current_state(self) -> dict[str, Any]:
+        """For tests and screenshots: what the screen shows."""
+        return self.session.to_dict()

@@ -1,0 +1,328 @@
+"""Keyboard-only walks through the real app (headless), asserting engine state and saved walks."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import HangingProbes, gpu_full, make_app, run
+from textual.widgets import Input, OptionList, Static, Tree
+
+from trainmedic.state import list_walks, walks_dir
+from trainmedic.tui.screens.browse import BrowseScreen
+from trainmedic.tui.screens.help import HelpScreen
+from trainmedic.tui.screens.home import HomeScreen
+from trainmedic.tui.screens.triage import TriageScreen
+from trainmedic.tui.screens.walk import WalkScreen
+from trainmedic.tui.widgets.evidence import EvidencePanel
+
+
+def _current(app) -> str:
+    assert isinstance(app.screen, WalkScreen)
+    return str(app.screen.session.current)
+
+
+def _shown(app) -> list[str]:
+    return [e.key for e in app.screen.shown]
+
+
+def test_filter_home_list_by_typing():
+    async def go():
+        app = make_app()
+        async with app.run_test() as pilot:
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen)
+            assert {"tree:mem", "tree:hang", "action:triage"} <= set(_shown(app))
+            await pilot.press(*"froze")
+            await pilot.pause()
+            assert _shown(app) == ["tree:hang"]
+            await pilot.press("escape")
+            await pilot.pause()
+            assert "tree:mem" in _shown(app)
+            await pilot.press(*"zzzz")
+            await pilot.pause()
+            assert _shown(app) == []
+            assert "Nothing matches" in str(app.screen.query_one("#detail", Static).render())
+    run(go())
+
+
+def test_walk_to_fix_by_keys_back_and_restart():
+    async def go():
+        app = make_app()
+        async with app.run_test() as pilot:
+            await pilot.press(*"memory", "enter")
+            await pilot.pause()
+            assert _current(app) == "mem#when"
+            await pilot.press("1")
+            await pilot.pause()
+            assert _current(app) == "mem#shrink"
+            await pilot.press("2")
+            await pilot.pause()
+            assert _current(app) == "mem#recompute"
+            saved = list_walks()[0][0].data
+            assert saved["current"] == "mem#recompute" and saved["finished"] is True
+            assert [s["answer"] for s in saved["steps"]] == [0, 1]
+            await pilot.press("escape")
+            await pilot.pause()
+            assert _current(app) == "mem#shrink"
+            await pilot.press("down", "enter")  # the highlighted answer, chosen with enter
+            await pilot.pause()
+            assert _current(app) == "mem#recompute"
+            await pilot.press("n")  # this did not help
+            await pilot.pause()
+            assert _current(app) == "mem#shrink"
+            await pilot.press("r")
+            await pilot.pause()
+            assert _current(app) == "mem#when"
+            assert list_walks()[0][0].data["steps"] == []
+            await pilot.press("escape")  # back at the first question: home
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen)
+    run(go())
+
+
+def test_cross_tree_link_and_return():
+    async def go():
+        app = make_app()
+        async with app.run_test() as pilot:
+            await pilot.press(*"memory", "enter", "4")
+            await pilot.pause()
+            assert _current(app) == "hang#stuck"
+            assert app.screen.session.stack == ["mem#when"]
+            await pilot.press("2")
+            await pilot.pause()
+            assert _current(app) == "hang#collective"
+            await pilot.press("u")
+            await pilot.pause()
+            assert _current(app) == "mem#when" and app.screen.session.stack == []
+    run(go())
+
+
+def test_copy_commands_to_clipboard():
+    async def go():
+        app = make_app()
+        async with app.run_test() as pilot:
+            await pilot.press(*"memory", "enter", "2")
+            await pilot.pause()
+            assert _current(app) == "mem#leak"
+            await pilot.press("2")
+            await pilot.pause()
+            assert app.clipboard == 'torch.cuda.memory._dump_snapshot("snap.pickle")'
+            await pilot.press("c")  # the focused (first) block
+            assert app.clipboard == ("import torch\n"
+                                     "torch.cuda.memory._record_memory_history()")
+            await pilot.press("tab", "c")
+            assert app.clipboard == 'torch.cuda.memory._dump_snapshot("snap.pickle")'
+    run(go())
+
+
+def test_ui_keeps_responding_while_a_probe_hangs():
+    async def go():
+        probes = HangingProbes()
+        app = make_app(probe_runner=probes)
+        try:
+            async with app.run_test() as pilot:
+                await pilot.press(*"memory", "enter")
+                await pilot.pause(0.2)
+                assert probes.calls == [["gpu"]]
+                panel = str(app.screen.query_one(EvidencePanel).render())
+                assert "running gpu" in panel
+                await pilot.press("1")
+                await pilot.pause()
+                assert _current(app) == "mem#shrink"
+                await pilot.press("escape", "down", "up")
+                await pilot.pause()
+                assert _current(app) == "mem#when"
+                assert not probes.release.is_set()  # still hanging, and the app answered
+                probes.release.set()
+                await pilot.pause(0.3)
+                await pilot.pause()
+                panel = str(app.screen.query_one(EvidencePanel).render())
+                assert "GPU 3: 79.4 of 80.0 GiB used" in panel
+        finally:
+            probes.release.set()
+    run(go())
+
+
+def test_probe_suggestion_is_marked_and_recorded():
+    async def go():
+        app = make_app(probe_runner=gpu_full)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press(*"memory", "enter")
+            await pilot.pause(0.3)
+            options = app.screen.query_one("#answers", OptionList)
+            prompts = [str(options.get_option_at_index(i).prompt) for i in range(4)]
+            assert "suggested" in prompts[2] and not any("suggested" in p for p in prompts[:2])
+            assert options.highlighted == 0  # the person still chooses
+            await pilot.press("3")
+            await pilot.pause()
+            step = list_walks()[0][0].data["steps"][0]
+            assert step["suggested"] == 2
+            assert any("GPU 3: 79.4 of 80.0 GiB used" in e for e in step["evidence"])
+            assert list_walks()[0][0].data["probes"][0]["name"] == "gpu"
+    run(go())
+
+
+def test_browse_outline_search_and_walk_from_node():
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("ctrl+b")
+            await pilot.pause()
+            assert isinstance(app.screen, BrowseScreen)
+            outline = app.screen.query_one("#outline", Tree)
+            labels = [str(n.label) for n in outline.root.children]
+            assert any(label.startswith("mem") for label in labels)
+            await pilot.press("slash", *"recomputation")
+            await pilot.pause()
+            leaves = [c for t in outline.root.children for c in t.children]
+            assert [leaf.data and str(leaf.data) for leaf in leaves] == ["mem#recompute"]
+            await pilot.press("enter", "down", "down", "w")
+            await pilot.pause()
+            assert _current(app) == "mem#recompute"
+    run(go())
+
+
+def test_browse_opens_at_node_and_expands():
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press(*"memory", "enter", "1", "o")
+            await pilot.pause(0.2)
+            assert isinstance(app.screen, BrowseScreen)
+            outline = app.screen.query_one("#outline", Tree)
+            assert outline.cursor_node is not None
+            assert str(outline.cursor_node.data) == "mem#shrink"
+            detail = str(app.screen.query_one("#node-detail", Static).render())
+            assert "Does the run fit with micro-batch size 1?" in detail
+    run(go())
+
+
+def test_command_palette_finds_nodes_across_trees():
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*"inspect the rank")
+            await pilot.pause(0.5)
+            await pilot.press("down", "enter")
+            await pilot.pause(0.3)
+            assert isinstance(app.screen, BrowseScreen)
+            assert str(app.screen.query_one("#outline", Tree).cursor_node.data) \
+                == "hang#straggler"
+    run(go())
+
+
+def test_help_lists_keys():
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(100, 40)) as pilot:
+            await pilot.press(*"memory", "enter", "question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(app.screen, WalkScreen)
+    run(go())
+
+
+class FakeTriage:
+    def __init__(self):
+        self.paths = None
+
+    def triage_paths(self, paths):
+        from types import SimpleNamespace as NS
+
+        self.paths = paths
+        ev = NS(file="/logs/rank3.log", line=812, text="Watchdog caught collective operation "
+                "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE)", rank=3)
+        return NS(findings=[NS(tree="hang", node="collective", summary="NCCL watchdog timeout",
+                               evidence=[ev])])
+
+    def triage_text(self, text):
+        return self.triage_paths([])
+
+
+def test_triage_finding_starts_walk_with_evidence():
+    async def go():
+        fake = FakeTriage()
+        app = make_app(triage_api=fake)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("ctrl+t")
+            await pilot.pause()
+            assert isinstance(app.screen, TriageScreen)
+            await pilot.press(*"rank3.log", "enter")
+            await pilot.pause(0.3)
+            assert [p.name for p in fake.paths] == ["rank3.log"]
+            await pilot.press("enter")
+            await pilot.pause()
+            assert _current(app) == "hang#collective"
+            panel = str(app.screen.query_one(EvidencePanel).render())
+            assert "NCCL watchdog timeout" in panel and "rank3.log:812" in panel
+            assert list_walks()[0][0].data["triage"]["link"] == "hang#collective"
+    run(go())
+
+
+def test_triage_missing_is_reported():
+    class NoTriage(type(make_app())):
+        @property
+        def triage_api(self):
+            return None
+
+    async def go():
+        app = NoTriage(make_app().forest, probes=False)
+        async with app.run_test() as pilot:
+            await pilot.press("ctrl+t")
+            await pilot.pause()
+            await pilot.press(*"x.log", "enter")
+            await pilot.pause()
+            status = str(app.screen.query_one("#triage-status", Static).render())
+            assert "triage not available" in status
+    run(go())
+
+
+def test_resume_recent_walk_and_report_corrupt_file():
+    async def go():
+        first = make_app()
+        async with first.run_test() as pilot:
+            await pilot.press(*"memory", "enter", "1")
+            await pilot.pause()
+        (walks_dir() / "zz-broken.json").write_text("{truncated")
+        app = make_app()
+        async with app.run_test(notifications=True) as pilot:
+            await pilot.pause()
+            messages = [n.message for n in app._notifications]
+            assert any("zz-broken.json" in m for m in messages)
+            await pilot.press(*"resume", "enter")
+            await pilot.pause()
+            assert _current(app) == "mem#shrink"
+            assert len(app.screen.session.steps) == 1
+    run(go())
+
+
+def test_resume_of_walk_that_no_longer_fits_is_refused():
+    async def go():
+        first = make_app()
+        async with first.run_test() as pilot:
+            await pilot.press(*"memory", "enter", "1")
+            await pilot.pause()
+        path = list_walks()[0][0].path
+        data = json.loads(path.read_text())
+        data["current"] = "mem#removed-node"
+        path.write_text(json.dumps(data))
+        app = make_app()
+        async with app.run_test(notifications=True) as pilot:
+            await pilot.press(*"resume", "enter")
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen)
+            assert any("no node 'removed-node'" in n.message for n in app._notifications)
+    run(go())
+
+
+def test_home_input_keeps_focus_for_typing():
+    async def go():
+        app = make_app()
+        async with app.run_test() as pilot:
+            await pilot.pause()
+            assert isinstance(app.focused, Input)
+    run(go())
