@@ -23,7 +23,7 @@ def test_non_executable_file_is_permission_denied(fakebin):
     fakebin("tool", "echo hi", executable=False)
     res = run_cmd(["tool"], 2)
     assert res.returncode is None
-    assert "permission denied" in res.error or "not found" in res.error
+    assert "permission denied" in res.error and "/bin/tool" in res.error
 
 
 def test_garbage_bytes_are_decoded_with_replacement(fakebin):

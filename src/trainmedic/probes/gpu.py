@@ -269,15 +269,14 @@ def build_result(
                 if h.dram_uncorrectable and not g.ecc_uncorrected:
                     g.ecc_uncorrected = h.dram_uncorrectable
     expected, missing, missing_line = expected_gpus(gpus, env)
-    missing = max(missing, len(wedged))
-    facts: dict[str, object] = {
-        "count": len(gpus),
-        "expected": max(expected, len(gpus) + len(wedged)) if wedged else expected,
-        "missing": missing,
-    }
+    if wedged:  # a GPU that does not answer is both expected and missing
+        expected = max(expected, len(gpus) + len(wedged))
+        missing = max(missing, len(wedged))
+    facts: dict[str, object] = {"count": len(gpus), "expected": expected, "missing": missing}
     evidence: dict[str, str] = {"missing": missing_line, "count": missing_line}
     if wedged:
         evidence["missing"] = "; ".join(wedged)
+    frac = hottest = -1.0
     fractions = [(g.fraction, g) for g in gpus if g.fraction is not None]
     if fractions:
         frac, top = max(fractions, key=lambda item: item[0])
@@ -328,7 +327,8 @@ def build_result(
     driver = next((g.driver for g in gpus if g.driver), "") or xml_driver
     facts["driver_version"] = driver
     facts["wedged"] = len(wedged)
-    facts["models"] = sorted({g.name for g in gpus if g.name})
+    models = sorted({g.name for g in gpus if g.name})
+    facts["models"] = models
 
     problems: list[str] = []
     if wedged:
@@ -344,12 +344,12 @@ def build_result(
     warnings: list[str] = []
     if throttled:
         warnings.append(f"throttling on {len(throttled)} GPU(s)")
-    if temps and facts["max_temperature_c"] >= HOT_C:  # type: ignore[operator]
+    if hottest >= HOT_C:
         warnings.append(f"hot: {evidence['max_temperature_c']}")
-    if fractions and facts["max_memory_fraction"] >= MEMORY_WARN:  # type: ignore[operator]
+    if frac >= MEMORY_WARN:
         warnings.append(f"memory nearly full ({evidence['max_memory_fraction']})")
-    models = ", ".join(facts["models"]) or "unknown model"  # type: ignore[arg-type]
-    head = f"{len(gpus)} × {models}" + (f", driver {driver}" if driver else "")
+    head = f"{len(gpus)} × {', '.join(models) or 'unknown model'}"
+    head += f", driver {driver}" if driver else ""
     status = "fail" if problems else "warn" if warnings else "ok"
     detail = problems + warnings + notes
     summary = head + ("; " + "; ".join(detail) if detail else "; healthy")
@@ -359,15 +359,13 @@ def build_result(
 def probe(budget: Budget) -> ProbeResult:
     env = dict(os.environ)
     raw_parts: list[str] = []
-    res = None
+    # Older drivers know clocks_throttle_reasons, newer ones clocks_event_reasons; an unknown
+    # field fails the whole query, so retry with the other name, then without either.
     for throttle_field in (*THROTTLE_FIELDS, None):
         res = run_cmd(query_argv(throttle_field), budget.remaining())
-        bad = nvsmi.INVALID_FIELD.search(res.combined())
-        if not bad or res.timed_out:
-            break
         raw_parts.append(f"$ {' '.join(res.argv)}\n{res.combined()}")
-    assert res is not None
-    raw_parts.append(f"$ {' '.join(res.argv)}\n{res.combined()}")
+        if res.timed_out or not nvsmi.INVALID_FIELD.search(res.combined()):
+            break
     failed = nvsmi.failure(NAME, res)
     if failed is not None:
         failed.raw = "\n".join(raw_parts)

@@ -62,6 +62,15 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
             proc.kill()
 
 
+def _not_executable(name: str) -> str:
+    """The path of a file named `name` on PATH that we may not execute, or ""."""
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = os.path.join(folder or ".", name)
+        if os.path.isfile(candidate) and not os.access(candidate, os.X_OK):
+            return candidate
+    return ""
+
+
 def run_cmd(argv: Sequence[str], timeout: float) -> CmdResult:
     """Run `argv` (never through a shell) for at most `timeout` seconds."""
     args = [str(a) for a in argv]
@@ -70,6 +79,9 @@ def run_cmd(argv: Sequence[str], timeout: float) -> CmdResult:
         return CmdResult(args, None, error="timed out before it could start")
     exe = shutil.which(args[0])
     if exe is None:
+        blocked = _not_executable(args[0])
+        if blocked:
+            return CmdResult(args, None, error=f"{args[0]}: permission denied ({blocked})")
         return CmdResult(args, None, error=f"{args[0]}: not found on PATH")
     env = dict(os.environ, LC_ALL="C", LANG="C")
     try:
