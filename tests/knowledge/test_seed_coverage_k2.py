@@ -185,3 +185,11 @@ def test_rank_behind_uses_flight_recorder_and_py_spy(forest):
                    "torchfrtrace"):
         assert needle in pasted, needle
     assert "missing ranks" in str(fix.why) + " ".join(str(s.do) for s in fix.steps)
+
+
+@pytest.mark.parametrize("tree_id", K2_TREES)
+def test_questions_say_how_to_find_the_answer(forest, tree_id):
+    """Answerable from a login node: every question's help names something to run or read."""
+    for node in forest.trees[tree_id].nodes.values():
+        if isinstance(node, Question):
+            assert node.help and len(str(node.help)) >= 40, f"{tree_id}#{node.id}: no help"
