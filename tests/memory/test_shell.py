@@ -69,3 +69,24 @@ def test_env_prefix_and_separators():
     shell = interpret("A=1 B=2 python x.py --k $A; echo ok && ls | wc -l\n")
     assert [c.argv[0] for c in shell.commands] == ["python", "echo", "ls", "wc"]
     assert shell.commands[0].argv == ["python", "x.py", "--k", "1"]
+
+
+def test_case_statements():
+    text = (
+        "SIZE=${1:-13B}\n"
+        "case $SIZE in\n"
+        "  7B)\n    H=4096\n    ;;\n"
+        "  13B|14B) H=5120 ;;  # two names\n"
+        "  *) H=0 ;;\n"
+        "esac\n"
+        "case x in\n  y) K=no ;;\n  *) K=default\nesac\n"
+        "run $H $K\n"
+    )
+    assert argv_of(text) == ["run", "5120", "default"]
+    shell = interpret(text, argv=["7B"])
+    assert shell.commands[-1].argv == ["run", "4096", "default"]
+
+
+def test_case_inside_an_inactive_branch_stays_inactive():
+    text = "if [ 1 -eq 2 ]; then\ncase a in\n a) V=bad ;;\nesac\nfi\nrun ${V:-good}\n"
+    assert argv_of(text) == ["run", "good"]

@@ -30,13 +30,23 @@ class Op:
 
 
 @dataclass
+class CasePattern:
+    patterns: list[str]  # raw words, matched like bash globs
+
+
+@dataclass
+class CaseEnd:
+    """`;;`: the end of one `case` branch."""
+
+
+@dataclass
 class ArrayAssign:
     name: str
     append: bool
     items: list[str]
 
 
-Token = str | Op | ArrayAssign
+Token = str | Op | ArrayAssign | CasePattern | CaseEnd
 
 
 @dataclass
@@ -56,18 +66,55 @@ class Lexer:
         self.s = text
         self.i = 0
         self.n = len(text)
+        self.ended_case_branch = False
 
     def line_at(self, index: int) -> int:
         return self.s.count("\n", 0, index) + 1
 
     def commands(self) -> list[tuple[int, list[Token]]]:
         out: list[tuple[int, list[Token]]] = []
+        expect_pattern: list[bool] = []  # one per open `case`: is a pattern due next?
         while self.i < self.n:
+            if expect_pattern and expect_pattern[-1]:
+                pattern = self._case_pattern()
+                if pattern is None:
+                    break
+                if isinstance(pattern, CasePattern):
+                    expect_pattern[-1] = False
+                    out.append((self.line_at(self.i), [pattern]))
+                    continue
+                out.append((self.line_at(self.i), ["esac"]))
+                expect_pattern.pop()
+                continue
             start = self.i
+            self.ended_case_branch = False
             tokens = self._read(array=False)
+            if tokens and tokens[0] == "case":
+                expect_pattern.append(True)
+            elif tokens and tokens[0] == "esac" and expect_pattern:
+                expect_pattern.pop()
             if tokens:
                 out.append((self.line_at(start), tokens))
+            if self.ended_case_branch and expect_pattern:
+                out.append((self.line_at(start), [CaseEnd()]))
+                expect_pattern[-1] = True
         return out
+
+    def _case_pattern(self) -> CasePattern | str | None:
+        """At a `case` pattern (`a|b)`): the pattern, or "esac", or None at end of text."""
+        m = re.compile(r"(?:\s|#[^\n]*)*").match(self.s, self.i)
+        self.i = m.end() if m else self.i
+        if self.i >= self.n:
+            return None
+        if re.compile(r"esac\b").match(self.s, self.i):
+            self.i += 4
+            return "esac"
+        end = self.s.find(")", self.i)
+        if end < 0:
+            raise ScriptSyntaxError(f"line {self.line_at(self.i)}: case pattern without )")
+        raw = self.s[self.i : end].strip().lstrip("(")
+        self.i = end + 1
+        return CasePattern([p.strip() for p in raw.split("|")])
 
     def _skip_comment_lines(self) -> None:
         """Lenient: comment-only lines inside a continued command are skipped."""
@@ -162,6 +209,8 @@ class Lexer:
                 self.i += 2 if two in (";;", "|&") else 1
                 if c in "()":
                     continue
+                if two == ";;":
+                    self.ended_case_branch = True
                 return tokens
             word = (word or "") + c
             self.i += 1
@@ -541,10 +590,17 @@ class Shell:
 
     # ---- execution
     def run(self, text: str, base_line: int = 0) -> None:
-        stack: list[list[bool]] = []  # [active, taken]
+        stack: list[list] = []  # if: [active, taken]; case: [active, taken, word, parent]
         for line, tokens in Lexer(text).commands():
             line += base_line
-            head = tokens[0] if isinstance(tokens[0], str) else ""
+            first = tokens[0]
+            if isinstance(first, CasePattern | CaseEnd):
+                self._case_branch(first, stack)
+                continue
+            head = first if isinstance(first, str) else ""
+            if head in ("case", "esac"):
+                self._case(head, tokens[1:], stack, line)
+                continue
             if head in ("if", "elif", "else", "fi"):
                 self._branch(head, tokens[1:], stack, line)
                 if head != "else":
@@ -559,7 +615,7 @@ class Shell:
             for segment, _op in _segments(tokens):
                 self._simple(segment, line)
 
-    def _branch(self, head: str, cond: list[Token], stack: list[list[bool]], line: int) -> None:
+    def _branch(self, head: str, cond: list[Token], stack: list[list], line: int) -> None:
         if head == "fi":
             if stack:
                 stack.pop()
@@ -582,6 +638,31 @@ class Shell:
         elif stack:
             stack[-1][0] = value
             stack[-1][1] = value
+
+    def _case(self, head: str, rest: list[Token], stack: list[list], line: int) -> None:
+        if head == "esac":
+            if stack:
+                stack.pop()
+            return
+        parent = all(frame[0] for frame in stack)
+        word = self.expand_string(rest[0]) if rest and isinstance(rest[0], str) else UNKNOWN
+        if UNKNOWN in word and parent:
+            self.notes.append(f"line {line}: `case` on a run-time value; took its first branch")
+        # frame: [active, taken, word, parent active]
+        stack.append([False, not parent, word, parent])
+
+    def _case_branch(self, token: CasePattern | CaseEnd, stack: list[list]) -> None:
+        if not stack or len(stack[-1]) != 4:
+            return
+        frame = stack[-1]
+        if isinstance(token, CaseEnd) or frame[1]:
+            frame[0] = False
+            return
+        word = frame[2]
+        hit = UNKNOWN in word or any(
+            fnmatch.fnmatchcase(word, self.expand_string(p)) for p in token.patterns
+        )
+        frame[0] = frame[1] = hit
 
     def _simple(self, segment: list[Token], line: int) -> None:
         words = list(segment)
