@@ -174,3 +174,16 @@ def test_bad_values_are_usage_errors():
         cfg_of(BASE + " --tensor-model-parallel-size 0")
     with pytest.raises(UsageError, match="moe-layer-freq"):
         config_from_args(["--moe-layer-freq", "__import__('os')"])
+
+
+def test_uneven_pipeline_stages():
+    text = (BASE + " --num-layers 30 --pipeline-model-parallel-size 4 --world-size 4 "
+            "--decoder-first-pipeline-num-layers 6 --decoder-last-pipeline-num-layers 6")
+    assert statuses(text)["layers-divisible-by-pp"] == "pass"  # 6 + 9 + 9 + 6
+    report = estimate(cfg_of(text), capacity_mib=1e6)
+    params = [st.parameters for st in report.stages]
+    layer = 4 * 1024**2 + 8 * 1024**2 + 4 * 1024  # attention + MLP + 2 LayerNorms
+    assert params[1] == params[2] == 9 * layer
+    assert params[0] == 6 * layer + 1024 * 32000  # and the embedding
+    assert statuses(text.replace("first-pipeline-num-layers 6",
+                                 "first-pipeline-num-layers 5"))["layers-divisible-by-pp"] == "fail"

@@ -33,10 +33,22 @@ def run_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
             "message": f"--num-query-groups {cfg.num_query_groups} has no effect without "
                        f"--group-query-attention: Megatron builds {a} KV heads (plain MHA)",
         })
-    out.append(_check(
-        "layers-divisible-by-pp", layers % p == 0,
-        f"{layers} layers / PP {p} = {layers // p} per stage",
-        f"--num-layers {layers} is not divisible by --pipeline-model-parallel-size {p}"))
+    first, last = cfg.decoder_first_pipeline_num_layers, cfg.decoder_last_pipeline_num_layers
+    if p > 1 and (first is not None or last is not None):
+        fixed = [n for n in (first, last) if n is not None]
+        rest, stages = layers - sum(fixed), p - len(fixed)
+        ok = rest >= 0 and (rest % stages == 0 if stages else rest == 0)
+        out.append(_check(
+            "layers-divisible-by-pp", ok,
+            f"uneven pipeline: {layers} layers = {' + '.join(map(str, fixed))} on the first/last "
+            f"stage + {rest} over {stages} stages",
+            f"uneven pipeline: the {rest} layers left after the first/last stages do not divide "
+            f"over the other {stages} stages"))
+    else:
+        out.append(_check(
+            "layers-divisible-by-pp", layers % p == 0,
+            f"{layers} layers / PP {p} = {layers // p} per stage",
+            f"--num-layers {layers} is not divisible by --pipeline-model-parallel-size {p}"))
     per_stage = cfg.num_layers_per_virtual_pipeline_stage
     if per_stage:
         ok = p > 1 and (layers // p) % per_stage == 0

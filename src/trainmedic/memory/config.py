@@ -51,6 +51,8 @@ class MemoryConfig:
     pipeline_model_parallel_size: int = 1
     num_layers_per_virtual_pipeline_stage: int | None = None
     num_virtual_stages_per_pipeline_rank: int | None = None
+    decoder_first_pipeline_num_layers: int | None = None
+    decoder_last_pipeline_num_layers: int | None = None
     context_parallel_size: int = 1
     expert_model_parallel_size: int = 1
     expert_tensor_parallel_size: int | None = None
@@ -214,6 +216,8 @@ FLAGS: dict[str, tuple[str, str]] = {
     "--pipeline-model-parallel-size": ("pipeline_model_parallel_size", _INT),
     "--num-layers-per-virtual-pipeline-stage": ("num_layers_per_virtual_pipeline_stage", _INT),
     "--num-virtual-stages-per-pipeline-rank": ("num_virtual_stages_per_pipeline_rank", _INT),
+    "--decoder-first-pipeline-num-layers": ("decoder_first_pipeline_num_layers", _INT),
+    "--decoder-last-pipeline-num-layers": ("decoder_last_pipeline_num_layers", _INT),
     "--context-parallel-size": ("context_parallel_size", _INT),
     "--expert-model-parallel-size": ("expert_model_parallel_size", _INT),
     "--expert-tensor-parallel-size": ("expert_tensor_parallel_size", _INT),

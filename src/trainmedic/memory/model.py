@@ -271,13 +271,28 @@ class StageEstimate:
         return dict(self.__dict__)
 
 
+def stage_layers(cfg: MemoryConfig) -> list[float]:
+    """Transformer layers per pipeline stage (uneven first/last stages when asked)."""
+    p, total = cfg.pp, cfg.num_layers
+    first, last = cfg.decoder_first_pipeline_num_layers, cfg.decoder_last_pipeline_num_layers
+    if p == 1 or (first is None and last is None):
+        return [total / p] * p
+    fixed = {0: first} if first is not None else {}
+    if last is not None:
+        fixed[p - 1] = last
+    rest_stages = p - len(fixed)
+    rest = (total - sum(fixed.values())) / rest_stages if rest_stages else 0.0
+    return [float(fixed.get(k, rest)) for k in range(p)]
+
+
 def _stage_parameters(cfg: MemoryConfig, pc: ParamCounts, stage: int) -> tuple[float, float, float]:
     """(TP-sharded, replicated, expert) parameters held by one GPU of `stage`."""
     p, t = cfg.pp, cfg.tp
     tp_block, rep_block, exp_block = pc.buckets(pc.dense_layers, pc.moe_layers)
-    tp_sharded = tp_block / p / t
-    replicated = rep_block / p
-    expert = exp_block / p / (cfg.etp * cfg.expert_model_parallel_size)
+    share = stage_layers(cfg)[stage] / cfg.num_layers  # of the transformer block
+    tp_sharded = tp_block * share / t
+    replicated = rep_block * share
+    expert = exp_block * share / (cfg.etp * cfg.expert_model_parallel_size)
     last = stage == p - 1
     if stage == 0:
         tp_sharded += pc.embedding / t
@@ -310,7 +325,7 @@ def _stage_activation_bytes(cfg: MemoryConfig, stage: int) -> tuple[float, float
     s, b, h, t, p = cfg.seq_length, cfg.micro_batch_size, cfg.hidden_size, cfg.tp, cfg.pp
     vocab = cfg.padded_vocab_size
     stored, full, sp = _per_layer_bytes(cfg)
-    layers = cfg.num_layers / p
+    layers = stage_layers(cfg)[stage]
     v = cfg.virtual_pipeline_size
     nmb = cfg.num_microbatches
     if v is not None:
