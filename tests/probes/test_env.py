@@ -63,3 +63,25 @@ def test_secrets_never_reach_raw_or_evidence():
     assert "Sup3rS3cret" not in text and "tok-123456789" not in text and "hf_AbCd" not in text
     assert f"tcp://{REDACTED}@10.0.0.1" in result.raw
     assert "secret-named variable(s) present" in result.raw
+
+
+def test_nccl_device_lists_are_checked_against_this_node():
+    from trainmedic.probes.env import select_devices
+
+    nics = ["lo", "eth0", "ib0", "ib1", "docker0"]
+    assert select_devices("ib", nics) == ["ib0", "ib1"]
+    assert select_devices("=eth0", nics) == ["eth0"]
+    assert select_devices("=eth", nics) == []
+    assert select_devices("^docker,lo", nics) == ["eth0", "ib0", "ib1"]
+    assert select_devices("mlx5_1:1", ["mlx5_0", "mlx5_1", "mlx5_10"]) == ["mlx5_1", "mlx5_10"]
+
+    bad = examine({"NCCL_SOCKET_IFNAME": "eth1", "NCCL_IB_HCA": "=mlx5_9"},
+                  interfaces=["lo", "eth0"], hcas=["mlx5_0", "mlx5_1"])
+    check_types(bad)
+    assert bad.facts["socket_ifname_matches"] is False and bad.facts["ib_hca_matches"] is False
+    assert "it has: lo, eth0" in bad.evidence["socket_ifname_matches"]
+    assert bad.status == "warn"
+    good = examine({"NCCL_SOCKET_IFNAME": "eth"}, interfaces=["lo", "eth0"], hcas=[])
+    assert good.facts["socket_ifname_matches"] is True and good.facts["ib_hca_matches"] is True
+    unknown = examine({"NCCL_IB_HCA": "mlx5_0"}, interfaces=None, hcas=None)
+    assert unknown.facts["ib_hca_matches"] is True  # devices unknown: not judged

@@ -57,3 +57,12 @@ def test_probe_failure_modes(fakebin):
     start = time.monotonic()
     result = topology.probe(Budget(0.8))
     assert result.status == "unavailable" and time.monotonic() - start < 2
+
+
+def test_space_separated_matrix_with_nic_in_the_header():
+    result = parse("topo_pcie_spaces_mlx4.txt")
+    f = result.facts
+    assert f["gpu_count"] == 5  # the excerpt holds rows GPU0-GPU4
+    assert f["nics"] == ["mlx4_0"] and f["nvlink"] is False
+    assert f["pairs_via_cpu"] == 8 and f["pairs_via_pcie_switch"] == 2
+    assert f["gpus_without_near_nic"] == 5

@@ -8,7 +8,9 @@ spellings that disagree. Values are shown redacted: secrets never leave this pro
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
+from pathlib import Path
 
 from trainmedic.probes.base import Budget, ProbeResult
 from trainmedic.redact import is_secret_name, redact_env
@@ -71,6 +73,8 @@ _LABELS = {
     "p2p_disabled": "NCCL_P2P_DISABLE=1",
     "alloc_conf": "PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF disagree",
     "async_error_handling": "TORCH_NCCL_ASYNC_ERROR_HANDLING=0 (hangs instead of failing)",
+    "socket_ifname_matches": "NCCL_SOCKET_IFNAME matches no interface here",
+    "ib_hca_matches": "NCCL_IB_HCA matches no RDMA device here",
 }
 
 
@@ -89,9 +93,68 @@ def _positive(value: str | None) -> bool:
         return False
 
 
-def examine(env: Mapping[str, str]) -> ProbeResult:
-    """Facts and findings for an environment mapping (os.environ in production)."""
+def select_devices(spec: str, devices: list[str]) -> list[str]:
+    """The devices an NCCL list selects: prefixes, `^` to exclude, `=` for exact names.
+
+    Same syntax for NCCL_SOCKET_IFNAME (interfaces) and NCCL_IB_HCA (HCAs, optional :port).
+    """
+    spec = spec.strip()
+    exclude = exact = False
+    while spec[:1] in {"^", "="}:
+        exclude |= spec[0] == "^"
+        exact |= spec[0] == "="
+        spec = spec[1:]
+    items = [item.split(":")[0].strip() for item in spec.split(",") if item.strip()]
+
+    def hit(name: str) -> bool:
+        return any(name == item if exact else name.startswith(item) for item in items)
+
+    return [name for name in devices if hit(name) != exclude]
+
+
+def local_interfaces() -> list[str]:
+    try:
+        return [name for _index, name in socket.if_nameindex()]
+    except OSError:
+        return []
+
+
+def local_hcas(root: Path = Path("/sys/class/infiniband")) -> list[str]:
+    try:
+        return sorted(entry.name for entry in root.iterdir())
+    except OSError:
+        return []
+
+
+def examine(
+    env: Mapping[str, str],
+    interfaces: list[str] | None = None,
+    hcas: list[str] | None = None,
+) -> ProbeResult:
+    """Facts and findings for an environment (os.environ and this node's devices in production).
+
+    `interfaces`/`hcas` are this node's network interfaces and RDMA devices; None or empty
+    means unknown, and then the NCCL device lists are not checked.
+    """
     findings: dict[str, str] = {}  # fact or variable -> human line
+    ifname = env.get("NCCL_SOCKET_IFNAME", "").strip()
+    ifname_ok = True
+    if ifname and interfaces:
+        ifname_ok = bool(select_devices(ifname, interfaces))
+        if not ifname_ok:
+            findings["socket_ifname_matches"] = (
+                f"NCCL_SOCKET_IFNAME={ifname} selects no interface on this node "
+                f"(it has: {', '.join(interfaces)}); bootstrap will fail"
+            )
+    hca = env.get("NCCL_IB_HCA", "").strip()
+    hca_ok = True
+    if hca and hcas:
+        hca_ok = bool(select_devices(hca, hcas))
+        if not hca_ok:
+            findings["ib_hca_matches"] = (
+                f"NCCL_IB_HCA={hca} selects no RDMA device on this node "
+                f"(it has: {', '.join(hcas)})"
+            )
     myths = sorted(name for name in MYTHS if name in env)
     for name in myths:
         findings[name] = f"{name} is set but has no effect: {MYTHS[name]}"
@@ -160,7 +223,9 @@ def examine(env: Mapping[str, str]) -> ProbeResult:
         "launch_blocking": launch_blocking,
         "max_connections_one": max_connections == "1",
         "nccl_debug": nccl_debug,
-        "socket_ifname_set": bool(env.get("NCCL_SOCKET_IFNAME", "").strip()),
+        "socket_ifname_set": bool(ifname),
+        "socket_ifname_matches": ifname_ok,
+        "ib_hca_matches": hca_ok,
         "ib_disabled": ib_disabled,
         "master_addr_set": bool(env.get("MASTER_ADDR", "").strip()),
         "expandable_segments": expandable,
@@ -193,6 +258,8 @@ def examine(env: Mapping[str, str]) -> ProbeResult:
         "ib_disabled",
         "p2p_disabled",
         "async_error_handling",
+        "socket_ifname_matches",
+        "ib_hca_matches",
     ):
         if key in findings:
             evidence[key] = findings[key]
@@ -217,4 +284,4 @@ def examine(env: Mapping[str, str]) -> ProbeResult:
 
 
 def probe(budget: Budget) -> ProbeResult:
-    return examine(dict(os.environ))
+    return examine(dict(os.environ), local_interfaces(), local_hcas())

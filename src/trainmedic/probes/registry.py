@@ -98,6 +98,8 @@ PROBES: dict[str, ProbeSpec] = {
                 "max_connections_one": "bool",
                 "nccl_debug": "str",
                 "socket_ifname_set": "bool",
+                "socket_ifname_matches": "bool",
+                "ib_hca_matches": "bool",
                 "ib_disabled": "bool",
                 "master_addr_set": "bool",
                 "expandable_segments": "bool",
