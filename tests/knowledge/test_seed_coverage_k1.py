@@ -131,6 +131,24 @@ COVERAGE = [
     ),
 ]
 
+# Seed advice that is wrong or outdated: the tree must name it in a fix's `myth` (correct over
+# faithful). (tree, text the myth must mention, what the seed says)
+MYTHS = [
+    ("oom", "--checkpoint-activations", "seed003 §3/§5: renamed to --recompute-*"),
+    ("oom", "--reduce-scatter-buffer-size", "seed003 §3: no such Megatron flag"),
+    ("oom", "--standalone-embedding-stage", "seed000 §11.2 row 5: removed from Megatron"),
+    ("oom", "--num-microbatches", "seed000 §11.2 row 8: not a flag, derived"),
+    ("oom", "empty_cache", "seed004 case 4: gc.collect + empty_cache does not fix a leak"),
+    ("oom", "CUDA_LAUNCH_BLOCKING=0", "seed002 §4: the default, no memory effect"),
+    ("startup", "--world-size", "seed003 §2: comes from the launcher"),
+    ("startup", "--dataset-impl", "seed003 §2: removed from preprocess_data.py"),
+    ("startup", "--global-option", "seed003 §1: old APEX pip syntax"),
+    ("startup", "--num-microbatches", "seed003 §2/§5: batch arithmetic"),
+    ("slow-training", "--async-tensor-model-parallel-allreduce", "seed003 §5: default, deprecated"),
+    ("slow-training", "CUDA_LAUNCH_BLOCKING=1", "seed003 §1: debugging only"),
+    ("preflight", "NCCL_TIMEOUT", "seed000 §11.3 / seed004 case 1: read by nothing"),
+]
+
 MY_TREES = ("triage", "oom", "startup", "slow-training", "preflight")
 CANONICAL = re.compile(
     r"seed00[0-4] (§\d+(\.\d+)?( (row|step|item) \d+| toolbox)?|flow [A-K]|params row \d+|case \d+)"
@@ -173,3 +191,9 @@ def test_sources_use_the_canonical_form(forest, tree_id):
     for node_id, node in forest.trees[tree_id].nodes.items():
         for source in node.source:
             assert CANONICAL.fullmatch(source), f"{tree_id}#{node_id}: source {source!r}"
+
+
+@pytest.mark.parametrize(("tree_id", "text", "what"), MYTHS, ids=[m[1] for m in MYTHS])
+def test_seed_myth_is_corrected(forest, tree_id, text, what):
+    myths = [str(n.myth) for n in forest.trees[tree_id].nodes.values() if isinstance(n, Fix)]
+    assert any(text in myth for myth in myths), f"{tree_id}: no myth mentions {text} ({what})"
