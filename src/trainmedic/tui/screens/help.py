@@ -15,6 +15,9 @@ _KEY_NAMES = {"escape": "esc", "pagedown": "pgdn", "pageup": "pgup", "question_m
               "slash": "/"}
 
 
+GLOBAL_ACTIONS = ("app.help", "app.quit")
+
+
 def _rows(bindings) -> list[tuple[str, str]]:
     rows: dict[str, list[str]] = {}
     for b in bindings:
@@ -52,6 +55,8 @@ def help_table() -> Table:
     ]
     for title, bindings in sections:
         table.add_row(f"[reverse] {title} [/]", "")
+        if title != "Everywhere":
+            bindings = [b for b in bindings if getattr(b, "action", "") not in GLOBAL_ACTIONS]
         for key, desc in _rows(bindings):
             table.add_row(key, desc)
         table.add_row("", "")

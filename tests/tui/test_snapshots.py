@@ -1,0 +1,60 @@
+"""Snapshot tests of every main screen at 80x24 and 120x40, on the fixture trees.
+
+Regenerate after an intended change with `.venv/bin/pytest tests/tui --snapshot-update`.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import gpu_full, make_app
+
+SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+
+
+def keys(*presses: str, settle: float = 0.3):
+    async def run_before(pilot) -> None:
+        await pilot.pause()
+        for key in presses:
+            await pilot.press(key)
+            await pilot.pause()
+        await pilot.pause(settle)
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+
+    return run_before
+
+
+@SIZES
+def test_home(snap_compare, size):
+    assert snap_compare(make_app(), terminal_size=size, run_before=keys())
+
+
+@SIZES
+def test_question_with_evidence(snap_compare, size):
+    app = make_app(probe_runner=gpu_full)
+    assert snap_compare(app, terminal_size=size, run_before=keys(*"memory", "enter"))
+
+
+@SIZES
+def test_fix(snap_compare, size):
+    assert snap_compare(make_app(), terminal_size=size,
+                        run_before=keys(*"memory", "enter", "1", "1"))
+
+
+@SIZES
+def test_browse(snap_compare, size):
+    assert snap_compare(make_app(), terminal_size=size,
+                        run_before=keys("ctrl+b", "down", "enter", "down", "enter", "down"))
+
+
+@SIZES
+def test_help(snap_compare, size):
+    assert snap_compare(make_app(), terminal_size=size, run_before=keys("f1"))
+
+
+def test_question_no_color(snap_compare, monkeypatch):
+    """NO_COLOR: the suggestion and probe status still read as words (WARN, suggested)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = make_app(probe_runner=gpu_full)
+    assert app.no_color
+    assert snap_compare(app, terminal_size=(80, 24), run_before=keys(*"memory", "enter"))
