@@ -135,7 +135,8 @@ def test_fixes_are_complete(forest, tree_id):
 
 
 @pytest.mark.parametrize("tree_id", MINE)
-def test_questions_have_at_most_nine_answers(forest, tree_id):
+def test_questions_are_answerable(forest, tree_id):
     for node_id, node in forest.trees[tree_id].nodes.items():
         if isinstance(node, Question):
             assert 2 <= len(node.answers) <= 9, f"{tree_id}#{node_id}"
+            assert str(node.help).strip(), f"{tree_id}#{node_id}: no help on how to find the answer"
