@@ -154,3 +154,16 @@ def test_memory_never_imports_textual():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_preflight_redacts_credentials_in_the_launcher(tmp_path, capsys):
+    script = tmp_path / "launch.sh"
+    script.write_text(
+        "# synthesised\ntorchrun --rdzv-endpoint=https://user:hunter2secret@etcd:2379 "
+        "--nproc-per-node 8 pretrain_gpt.py --num-layers 2 --hidden-size 64 "
+        "--num-attention-heads 4 --seq-length 128\n"
+    )
+    main(["preflight", "--script", str(script), "--json", "--no-probe"])
+    out = capsys.readouterr().out
+    assert "hunter2secret" not in out
+    assert json.loads(out)["training_command"]["launcher"][0] == "torchrun"

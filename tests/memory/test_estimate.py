@@ -132,7 +132,8 @@ def test_checks_fail_and_pass():
         "--pipeline-model-parallel-size 4 --context-parallel-size 3 --world-size 100 "
         "--global-batch-size 10 --fp16 --bf16"
     )
-    for name in ("heads-divisible-by-tp", "query-groups-divisible-by-tp",
+    for name in ("hidden-divisible-by-heads", "heads-divisible-by-tp",
+                 "query-groups-divisible-by-tp",
                  "layers-divisible-by-pp", "world-size", "seq-length-divisible-by-2cp",
                  "precision"):
         assert bad[name] == "fail", name

@@ -30,6 +30,15 @@ def memory_check(report) -> dict[str, str]:  # type: ignore[no-untyped-def]
     return {"name": "memory", "status": status, "message": message}
 
 
+def _redacted(words: list[str]) -> list[str]:
+    """Launcher words can carry credentials (rendezvous URLs, tokens)."""
+    try:
+        from trainmedic.redact import redact_text
+    except ImportError:
+        return ["<redacted>" if "@" in w or "token" in w.lower() else w for w in words]
+    return [redact_text(w) for w in words]
+
+
 def run(args: argparse.Namespace) -> int:
     cfg, cmd = load_config(args)
     capacity, source = capacity_from_args(args)
@@ -43,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
             "ok": not failed,
             "checks": checks,
             "memory": report.to_dict(),
-            "training_command": {"line": cmd.line, "launcher": cmd.launcher, "script": cmd.script}
-            if cmd else None,
+            "training_command": {"line": cmd.line, "launcher": _redacted(cmd.launcher),
+                                 "script": cmd.script} if cmd else None,
         }, indent=2))
     else:
         from trainmedic.memory.render import print_checks

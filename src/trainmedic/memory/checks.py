@@ -17,7 +17,13 @@ def run_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
     """Divisibility, batch arithmetic, world size, sequence parallel, vocab padding, GQA."""
     t, p, cp = cfg.tp, cfg.pp, cfg.cp
     a, g, layers = cfg.num_attention_heads, cfg.effective_query_groups, cfg.num_layers
-    out = [
+    out = []
+    if cfg.kv_channels is None and not cfg.multi_latent_attention:
+        h = cfg.hidden_size
+        out.append(_check(
+            "hidden-divisible-by-heads", h % a == 0, f"head size {h // a} (hidden {h} / {a})",
+            f"--hidden-size {h} is not divisible by --num-attention-heads {a} (set --kv-channels)"))
+    out += [
         _check("heads-divisible-by-tp", a % t == 0,
                f"{a} attention heads / TP {t} = {a // t} per rank",
                f"--num-attention-heads {a} is not divisible by --tensor-model-parallel-size {t}"),

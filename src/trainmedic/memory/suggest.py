@@ -39,6 +39,9 @@ def _layout_valid(cfg: MemoryConfig, fixed_world: bool) -> bool:
         (cfg.num_layers // p) % cfg.num_layers_per_virtual_pipeline_stage
     ):
         return False
+    v = cfg.num_virtual_stages_per_pipeline_rank
+    if v and cfg.num_layers % (p * v):
+        return False
     if cp > 1 and cfg.seq_length % (2 * cp):
         return False
     if fixed_world and cfg.effective_world_size % (t * p * cp):
