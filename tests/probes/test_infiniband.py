@@ -33,29 +33,17 @@ def test_partial_output_with_error_line_still_parses():
     assert result.status == "ok"
 
 
-def test_ibv_devinfo_fallback(fakebin):
-    # synthetic: written in ibv_devinfo's layout (hca_id / port / state / active_width...), not
-    # captured from a machine.
-    fakebin("ibv_devinfo", "\n".join([
-        "/bin/cat <<'X'",
-        "hca_id:\tmlx5_0",
-        "\ttransport:\t\t\tInfiniBand (0)",
-        "\t\tport:\t1",
-        "\t\t\tstate:\t\t\tPORT_ACTIVE (4)",
-        "\t\t\tactive_width:\t\t4X (2)",
-        "\t\t\tactive_speed:\t\t50.0 Gbps (64)",
-        "\t\t\tphys_state:\t\tLINK_UP (5)",
-        "\t\t\tlink_layer:\t\tInfiniBand",
-        "hca_id:\tmlx5_1",
-        "\t\tport:\t1",
-        "\t\t\tstate:\t\t\tPORT_DOWN (1)",
-        "\t\t\tphys_state:\t\tDISABLED (3)",
-        "\t\t\tlink_layer:\t\tInfiniBand",
-        "X",
-    ]))
+def test_ibv_devinfo_fallback(fakebin, tmp_path):
+    both = fixture_text("ibv_devinfo_roce_active.txt") + fixture_text("ibv_devinfo_port_down.txt")
+    (tmp_path / "devinfo.txt").write_text(both)
+    fakebin("ibv_devinfo", f'/bin/cat "{tmp_path / "devinfo.txt"}"')  # no ibstat on PATH
     result = infiniband.probe(Budget(5))
-    assert result.facts["ports"] == 2 and result.facts["ib_ports_down"] == 1
-    assert result.facts["min_rate_gbps"] == 200.0 and "ibv_devinfo" in result.summary
+    check_types(result)
+    assert result.facts["ports"] == 2 and result.facts["ports_down"] == 1
+    assert result.facts["ib_ports_down"] == 0  # the down port is Ethernet (RoCE)
+    assert result.facts["down_ports"] == ["mlx5_12/1 (Ethernet, PORT_DOWN)"]
+    assert "min_rate_gbps" not in result.facts  # plain ibv_devinfo shows no rate
+    assert result.status == "warn" and "ibv_devinfo" in result.summary
 
 
 def test_probe_uses_ibstat_first(fakebin):

@@ -64,18 +64,19 @@ def parse_ibstat(text: str) -> list[Port]:
 
 
 def parse_ibv_devinfo(text: str) -> list[Port]:
+    """Ports of plain `ibv_devinfo` (it gives states and link layers, not rates)."""
     ports: list[Port] = []
     ca = ""
     current: Port | None = None
-    width = speed = None
     for line in text.splitlines():
         stripped = line.strip()
+        if stripped.startswith("#"):
+            continue
         if m := re.match(r"^hca_id:\s*(\S+)", stripped):
             ca, current = m.group(1), None
         elif m := re.match(r"^port:\s*(\d+)", stripped):
             current = Port(ca, m.group(1))
             ports.append(current)
-            width = speed = None
         elif current is not None and ":" in stripped:
             key, _, value = stripped.partition(":")
             key, value = key.strip(), value.strip()
@@ -85,12 +86,6 @@ def parse_ibv_devinfo(text: str) -> list[Port]:
                 current.physical = value.split()[0] if value else ""
             elif key == "link_layer":
                 current.link_layer = value
-            elif key == "active_width" and (m := re.match(r"(\d+)X", value)):
-                width = int(m.group(1))
-            elif key == "active_speed" and (m := re.match(r"(\d+(?:\.\d+)?)\s*Gbps", value)):
-                speed = float(m.group(1))
-            if width and speed:
-                current.rate_gbps = width * speed
     return ports
 
 
@@ -109,9 +104,10 @@ def build_result(ports: list[Port], raw: str, tool: str) -> ProbeResult:
         "ports": len(ports),
         "ports_down": len(down),
         "ib_ports_down": len(ib_down),
-        "min_rate_gbps": float(min(active_rates, default=0.0)),
         "down_ports": [p.label() for p in down],
     }
+    if active_rates:  # unknown rates (plain ibv_devinfo) must not read as 0 Gb/s
+        facts["min_rate_gbps"] = float(min(active_rates))
     slow = [
         p
         for p in ports
