@@ -30,7 +30,7 @@ def test_h100_csv_memory_full_ecc_and_thermal_slowdown(fakebin, monkeypatch):
     assert f["count"] == 8 and f["missing"] == 0 and f["expected"] == 8
     assert f["max_memory_fraction"] == round(81200 / 81559, 4)
     assert f["max_memory_used_mib"] == 81200.0 and f["min_memory_total_mib"] == 81559.0
-    assert result.evidence["max_memory_fraction"] == "GPU 3: 79.3 of 79.6 GiB used (100%)"
+    assert result.evidence["max_memory_fraction"] == "GPU 3: 79.3 of 79.6 GiB used (99.6%)"
     assert f["ecc_uncorrected"] == 2 and "GPU 5: 2" in result.evidence["ecc_uncorrected"]
     assert f["throttled"] is True and f["throttle_reasons"] == ["HW thermal slowdown"]
     assert "GPU 6" in result.evidence["throttled"]  # 0x4 SW power cap on GPU 3 is not trouble

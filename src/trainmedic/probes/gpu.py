@@ -284,7 +284,7 @@ def build_result(
         facts["max_memory_used_mib"] = float(top.used_mib or 0.0)
         evidence["max_memory_fraction"] = evidence["max_memory_used_mib"] = (
             f"GPU {top.index}: {_gib(top.used_mib or 0)} of {_gib(top.total_mib or 0)} GiB used "
-            f"({frac:.0%})"
+            f"({frac:.1%})"
         )
     totals = [g.total_mib for g in gpus if g.total_mib]
     if totals:
