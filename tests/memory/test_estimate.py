@@ -188,3 +188,13 @@ def test_uneven_pipeline_stages():
     assert params[0] == 6 * layer + 1024 * 32000  # and the embedding
     assert statuses(text.replace("first-pipeline-num-layers 6",
                                  "first-pipeline-num-layers 5"))["layers-divisible-by-pp"] == "fail"
+
+
+def test_group_query_attention_defaults_to_one_group():
+    """Megatron's --num-query-groups defaults to 1: --group-query-attention alone is MQA."""
+    mqa = cfg_of(BASE + " --group-query-attention")
+    assert mqa.effective_query_groups == 1
+    from trainmedic.memory.model import count_parameters
+
+    h = 1024
+    assert count_parameters(mqa).attention == 2 * h * h * (1 + 1 / 16)

@@ -121,8 +121,8 @@ class MemoryConfig:
     @property
     def effective_query_groups(self) -> int:
         """Megatron ignores --num-query-groups unless --group-query-attention is given."""
-        if self.group_query_attention and self.num_query_groups:
-            return self.num_query_groups
+        if self.group_query_attention:
+            return self.num_query_groups or 1  # Megatron's default is 1 group (MQA)
         return self.num_attention_heads
 
     @property
