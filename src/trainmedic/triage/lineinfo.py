@@ -61,19 +61,25 @@ def _frac(us: str | None) -> int:
 
 
 def line_time(text: str, default_year: int = 2000) -> datetime | None:
+    return line_time_year(text, default_year)[0]
+
+
+def line_time_year(text: str, default_year: int = 2000) -> tuple[datetime | None, bool]:
+    """The line's time and whether its format carried a year (glog and syslog do not)."""
     try:
         m = _ISO.search(text)
         if m:
             y, mo, d, h, mi, s, us = m.groups()
-            return datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), _frac(us))
+            return datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), _frac(us)), True
         m = _GLOG.search(text)
         if m:
             mo, d, h, mi, s, us = m.groups()
-            return datetime(default_year, int(mo), int(d), int(h), int(mi), int(s), _frac(us))
+            t = datetime(default_year, int(mo), int(d), int(h), int(mi), int(s), _frac(us))
+            return t, False
         m = _SYSLOG.search(text)
         if m:
             mon, d, h, mi, s = m.groups()
-            return datetime(default_year, _MONTHS[mon], int(d), int(h), int(mi), int(s))
+            return datetime(default_year, _MONTHS[mon], int(d), int(h), int(mi), int(s)), False
     except ValueError:  # 13th month, Feb 30...: not a timestamp after all
-        return None
-    return None
+        return None, True
+    return None, True

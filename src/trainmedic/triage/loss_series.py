@@ -30,7 +30,6 @@ MAX_SAVES = 4096
 
 _NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
 _MEGATRON_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
-_MEGA_FIELD = re.compile(r"\|\s*([A-Za-z][A-Za-z0-9_ ()/\-]*?):\s*(" + _NUM + r")\s*(?=\|)")
 _HF_DICT = re.compile(r"\{'loss': (" + _NUM + r")(.*?)\}")
 _HF_FIELD = re.compile(r"'(grad_norm|learning_rate|epoch|step)': (" + _NUM + r")")
 _PLAIN = re.compile(
@@ -46,8 +45,34 @@ _SAVE_INTERVAL = re.compile(r"save[_-]interval\W+(\d+)")
 _SAVED = re.compile(r"saved checkpoint (?:from|at) iteration\s+(\d+)", re.I)
 
 
-def _f(text: str) -> float:
+def _f(text: str | float) -> float:
     return float(text)
+
+
+def _field(text: str, key: str) -> float | None:
+    """One numeric field of a Megatron line by plain `find` (this runs once per step)."""
+    i = text.find(key)
+    if i < 0:
+        return None
+    i += len(key)
+    j = text.find("|", i)
+    try:
+        return float(text[i:j] if j >= 0 else text[i:])
+    except ValueError:
+        return None
+
+
+def _fields(text: str) -> dict[str, float]:
+    """Numeric `key: value` fields of a Megatron iteration line (split, not regex: per step)."""
+    out = {}
+    for part in text.split("|")[1:]:
+        key, sep, value = part.rpartition(":")
+        if sep:
+            try:
+                out[key.strip()] = float(value)
+            except ValueError:
+                continue
+    return out
 
 
 @dataclass
@@ -168,7 +193,7 @@ class _Robust:
     def is_outlier(self, x: float) -> tuple[bool, float]:
         if len(self.window) < MIN_HISTORY:
             return False, self._median
-        if self._stale >= 8:
+        if self._stale >= 32:
             self._refresh()
         if x <= self._threshold:
             return False, self._median
@@ -245,16 +270,17 @@ class LossTracker:
     def _megatron(self, step: int, text: str) -> None:
         a = self.analysis
         a.source = a.source or "megatron"
-        fields = {k.strip(): v for k, v in _MEGA_FIELD.findall(text + "|")}
-        loss = fields.get("lm loss")
-        if loss is None:
+        loss = _field(text, "| lm loss:")
+        if loss is None and "loss:" in text:  # BERT/MoE/other loss keys: the slow, general way
+            fields = _fields(text)
             loss = next((v for k, v in fields.items() if k.endswith("loss") and k != "loss scale"),
                         None)
-        if "loss scale" in fields:
-            self._scale(_f(fields["loss scale"]))
-        grad = fields.get("grad norm")
-        skipped = fields.get("number of skipped iterations")
-        nans = fields.get("number of nan iterations")
+        scale = _field(text, "| loss scale:")
+        if scale is not None:
+            self._scale(scale)
+        grad = _field(text, "| grad norm:")
+        skipped = _field(text, "| number of skipped iterations:")
+        nans = _field(text, "| number of nan iterations:")
         if skipped is not None:
             a.skipped_iterations += int(float(skipped))
         if nans is not None and float(nans) > 0:

@@ -104,7 +104,7 @@ class Scanner:
         self.needles = all_needles()
         self._index = needle_index()
         self._combined_b = trie_pattern(self.needles)
-        self._combined_s = re.compile("|".join(re.escape(n) for n in self.needles))
+        self._combined_s = re.compile(trie_pattern(self.needles).pattern.decode())
         self.use_grep = use_grep
         self.hits: dict[tuple[str, str | None], Hit] = {}
         self.loss = LossTracker()
@@ -133,7 +133,7 @@ class Scanner:
         idx = len(self.files) - 1
         if source.rank is not None:
             self.known_ranks.add(source.rank)
-        last_time: list = [None, True]  # last timestamp seen in this source, has_year
+        last_time: list[str] = []  # the last few candidate lines of this source
         for lineno, raw in lines:
             self.candidate_lines += 1
             text = raw.decode("utf-8", "replace")
@@ -146,9 +146,9 @@ class Scanner:
         found = self._combined_s.findall(text)
         if not found:
             return
-        t = lineinfo.line_time(text)
-        if t is not None:
-            last_time[0], last_time[1] = t, (lineinfo._ISO.search(text) is not None)
+        last_time.append(text)  # times are parsed lazily: only a finding needs one
+        if len(last_time) > 8:
+            del last_time[0]
         sigs: list[Signature] = []
         for needle in dict.fromkeys(found):
             for sig in self._index.get(needle, ()):
@@ -163,13 +163,13 @@ class Scanner:
                 continue
             if not resolved:
                 rank, resolved = self._rank(text, source), True
-            self._hit(sig, text, source, idx, lineno, rank, t, last_time)
+            self._hit(sig, text, source, idx, lineno, rank, last_time)
         if "WorkNCCL(" in text or "last enqueued" in text:
             if not resolved:
                 rank, resolved = self._rank(text, source), True
             self.ranks.feed(text, rank, (source.name, lineno))
         if self.loss.feed(text):
-            self._loss_evidence(text, source, lineno, t or last_time[0], last_time[1])
+            self._loss_evidence(text, source, lineno, last_time)
 
     def _rank(self, text: str, source: Source) -> int | None:
         rank = lineinfo.line_rank(text)
@@ -181,7 +181,7 @@ class Scanner:
 
     # ---- recording -----------------------------------------------------------------------
     def _hit(self, sig: Signature, text: str, source: Source, idx: int, lineno: int,
-             rank: int | None, t: datetime | None, last_time: list) -> None:
+             rank: int | None, recent: list[str]) -> None:
         node = sig.node
         details: dict = {}
         if sig.id == "cuda-oom":
@@ -211,9 +211,7 @@ class Scanner:
         hit.count += 1
         if rank is not None and len(hit.ranks) < MAX_RANKS:
             hit.ranks.add(rank)
-        when, has_year, inferred = t, lineinfo._ISO.search(text) is not None, False
-        if when is None and last_time[0] is not None:
-            when, has_year, inferred = last_time[0], last_time[1], True
+        when, has_year, inferred = _time_of(recent)
         if when is not None and (hit.first_time is None or _earlier(when, has_year, hit)):
             hit.first_time, hit.time_has_year, hit.time_inferred = when, has_year, inferred
         order = (idx, lineno)
@@ -224,8 +222,7 @@ class Scanner:
             # keep one line of a second rank so the evidence shows who else saw it
             hit.evidence[-1] = (source.name, lineno, self._redact(text.strip())[:2000], rank)
 
-    def _loss_evidence(self, text: str, source: Source, lineno: int,
-                       t: datetime | None, has_year: bool) -> None:
+    def _loss_evidence(self, text: str, source: Source, lineno: int, recent: list[str]) -> None:
         a = self.loss.analysis
         marks = (len(a.spikes), a.nan_count + a.grad_norm_nan_count, len(a.grad_explosions),
                  int(a.loss_scale_collapsed))
@@ -239,12 +236,22 @@ class Scanner:
                 if hit is None:
                     hit = self.hits[(sig_id, sig.node)] = Hit(sig, sig.node)
                     hit.first_order = (len(self.files) - 1, lineno)
-                    hit.first_time, hit.time_has_year = t, has_year
+                    hit.first_time, hit.time_has_year, _ = _time_of(recent)
                 hit.count += 1
                 if len(hit.evidence) < MAX_EVIDENCE:
                     hit.evidence.append((source.name, lineno, self._redact(text.strip())[:2000],
                                          None))
         self._loss_marks = marks
+
+
+def _time_of(recent: list[str]) -> tuple[datetime | None, bool, bool]:
+    """(time, has a year, inferred): the line's own time (the last of `recent`), else the
+    nearest earlier candidate line's."""
+    for back, text in enumerate(reversed(recent)):
+        t, has_year = lineinfo.line_time_year(text)
+        if t is not None:
+            return t, has_year, back > 0
+    return None, True, False
 
 
 def _earlier(when: datetime, has_year: bool, hit: Hit) -> bool:

@@ -179,14 +179,14 @@ def grep_candidates(
     path: str | None, needles: list[str], grep: str, *, stream: BinaryIO | None = None,
     timeout: float | None = None, name: str | None = None,
 ) -> Iterator[tuple[int, bytes]]:
-    """Run `grep -a -n -F` over a plain file (or a stream piped into it); yield its matches.
+    """Run `grep -a -n -E` over a plain file (or a stream piped into it); yield its matches.
 
-    grep (Aho-Corasick / Commentz-Walter in C) does the prefilter at its own speed; only the
+    grep (a DFA in C) does the prefilter at its own speed; only the
     matching lines cross into Python, as (line number, bytes).
     """
-    args = [grep, "-a", "-n", "-F"]
-    for needle in needles:
-        args += ["-e", needle]
+    # One ERE alternation: GNU grep's DFA runs it faster than -F with ~100 -e literals.
+    ere = "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n) for n in needles)
+    args = [grep, "-a", "-n", "-E", "-e", ere]
     if path is not None:
         args += ["--", path]
     if timeout is None:

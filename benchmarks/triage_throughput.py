@@ -1,0 +1,130 @@
+"""Throughput of `trainmedic triage` on a multi-GB log, as a ratio to `grep -E -c`.
+
+Generates a realistic training log (default 2 GB in /tmp): per step, NCCL INFO chatter and
+Python warnings from several ranks, a Megatron-LM iteration line every step, a checkpoint line
+every 500 steps, and near the end an OOM on one rank followed by watchdog timeouts on the
+others. Then times, on the same file:
+- reference: `grep -E -c` with patterns equivalent to triage's needles (signatures + loss lines);
+- `trainmedic triage FILE --json` (a fresh process, as a user runs it), with its peak RSS.
+Budget (DESIGN.md): triage throughput >= 0.5 x grep's.
+Run: .venv/bin/python benchmarks/triage_throughput.py [--size 2G]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import subprocess
+import sys
+import time
+
+NOISE = [
+    b"node%(n)d:%(pid)d:%(tid)d [%(r)d] NCCL INFO Channel %(c)02d/0 : %(r)d[%(r)d] -> %(p)d[%(p)d] "
+    b"via P2P/IPC/read",
+    b"node%(n)d:%(pid)d:%(tid)d [%(r)d] NCCL INFO Connected all rings, use ring PXN 0 GDR 1",
+    b"node%(n)d:%(pid)d:%(tid)d [%(r)d] NCCL INFO comm 0x7f3be8001d10 rank %(r)d nranks 64 cudaDev "
+    b"%(r)d nvmlDev %(r)d busId 1b000 commId 0x5c1a8b7e2f - Init COMPLETE",
+    b"[default%(r)d]:/usr/local/lib/python3.10/dist-packages/torch/utils/checkpoint.py:464: "
+    b"UserWarning: torch.utils.checkpoint: please pass in use_reentrant=True or False explicitly.",
+    b"[default%(r)d]:  warnings.warn(",
+    b" > rank %(r)d: batch-generator: %(c)d.21 | forward-compute: 193.77 | backward-compute: 73.02",
+]
+
+
+def generate(path: str, size: int) -> None:
+    step = 0
+    written = 0
+    with open(path, "wb") as out:
+        while written < size:
+            block = []
+            for _ in range(64):
+                step += 1
+                for k in range(60):  # ~60 lines of chatter per step
+                    r = (step + k) % 8
+                    block.append(NOISE[k % len(NOISE)] % {
+                        b"n": r // 8, b"pid": 4000 + r, b"tid": 5000 + k, b"r": r,
+                        b"p": (r + 1) % 8, b"c": k % 32})
+                loss = 2.0 + 8.0 * 2.718 ** (-step / 3000) + (step * 7919 % 100) / 2000
+                block.append(
+                    b" [2024-05-01 12:%02d:%02d] iteration %8d/ 1000000 | consumed samples: %12d |"
+                    b" elapsed time per iteration (ms): 4247.9 | learning rate: 2.999E-04 | global"
+                    b" batch size:   512 | lm loss: %.6E | loss scale: 1.0 | grad norm: 0.812 |"
+                    b" number of skipped iterations:   0 | number of nan iterations:   0 |"
+                    % (step // 60 % 60, step % 60, step, step * 512, loss))
+                if step % 500 == 0:
+                    block.append(b"  successfully saved checkpoint from iteration %7d to /ckpt"
+                                 % step)
+            data = b"\n".join(block) + b"\n"
+            out.write(data)
+            written += len(data)
+        out.write(
+            b"[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+            b"GPU 3 has a total capacity of 79.15 GiB of which 1.02 GiB is free. Including "
+            b"non-PyTorch "
+            b"memory, this process has 78.11 GiB memory in use. Of the allocated memory 70.20 GiB "
+            b"is allocated by PyTorch, and 6.90 GiB is reserved by PyTorch but unallocated.\n")
+        for r in (0, 1, 2, 4, 5, 6, 7):
+            out.write(
+                b"[rank%d]:[E501 12:21:07.1 ProcessGroupNCCL.cpp:607] [Rank %d] Watchdog caught "
+                b"collective operation timeout: WorkNCCL(SeqNum=%d, OpType=ALLREDUCE, NumelIn=1, "
+                b"NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n"
+                % (r, r, step))
+
+
+def grep_pattern() -> str:
+    """An ERE equivalent to triage's needles (the same literals, as one alternation)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+    from trainmedic.triage.signatures import all_needles
+
+    return "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n) for n in all_needles())
+
+
+def timed(cmd: list[str]) -> tuple[float, int, bytes]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, env=dict(os.environ, LC_ALL="C"), timeout=3600)
+    dt = time.perf_counter() - t0
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return dt, rss, proc.stdout
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="2G", help="log size, e.g. 500M, 2G (default 2G)")
+    ap.add_argument("--path", default="/tmp/trainmedic_triage_bench.log")
+    ap.add_argument("--keep", action="store_true", help="keep the generated log")
+    args = ap.parse_args()
+    unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    size = int(float(args.size[:-1]) * unit[args.size[-1].upper()]) \
+        if args.size[-1].upper() in unit else int(args.size)
+    if not os.path.exists(args.path) or os.path.getsize(args.path) < size:
+        print(f"generating {size / 2**30:.2f} GiB log at {args.path} ...", flush=True)
+        generate(args.path, size)
+    real = os.path.getsize(args.path)
+    try:
+        # warm the page cache so both read from memory
+        subprocess.run(["cat", args.path], stdout=subprocess.DEVNULL, timeout=3600)
+        # triage first: RUSAGE_CHILDREN's max RSS is then triage's (or its grep child's)
+        t_dt, t_rss, t_out = timed([sys.executable, "-m", "trainmedic", "triage", args.path,
+                                    "--json"])
+        g_dt, _g_rss, g_out = timed(["grep", "-E", "-c", grep_pattern(), args.path])
+        import json
+
+        top = json.loads(t_out)["findings"][0]["link"]
+        gb = real / 1e9
+        print(f"log: {gb:.2f} GB, {int(g_out.strip() or 0)} lines matched by grep -E -c")
+        print(f"grep -E -c        : {g_dt:6.2f} s  {gb / g_dt:6.2f} GB/s")
+        print(f"trainmedic triage : {t_dt:6.2f} s  {gb / t_dt:6.2f} GB/s  peak RSS "
+              f"{t_rss / 1024:.0f} MiB  top finding {top}")
+        ratio = g_dt / t_dt
+        print(f"ratio (triage throughput / grep throughput): {ratio:.2f}  "
+              f"(budget >= 0.50: {'OK' if ratio >= 0.5 else 'MISSED'})")
+    finally:
+        if not args.keep:
+            os.unlink(args.path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
