@@ -47,13 +47,14 @@ def test_llama3_8b_fp8_conditional_array_appends():
     assert cfg.vocab_size == 128256 and cfg.tokenizer_type == "NullTokenizer"
     assert cfg.world_size == 8 and cfg.data_parallel_size == 8
     assert cfg.sequence_parallel and cfg.tp == 1  # silently off in Megatron
-    # Llama 3 8B has 8,030,261,248 parameters (its model card); 128256 needs no padding at TP 1.
-    # This script keeps Megatron's default LayerNorm (no --normalization RMSNorm): one bias of
-    # h per norm, 2 per layer + the final norm, on top.
+    # Llama 3 8B has 8,030,261,248 parameters (its model card). On top, here: Megatron's
+    # NullTokenizer adds an EOD id (128257, padded to 128384 = 128 more rows in each of the two
+    # untied tables), and the script keeps Megatron's default LayerNorm (no --normalization
+    # RMSNorm): one bias of h per norm, 2 per layer + the final norm.
     from trainmedic.memory.model import count_parameters
 
-    assert cfg.normalization == "LayerNorm"
-    assert count_parameters(cfg).total == 8_030_261_248 + (2 * 32 + 1) * 4096
+    assert cfg.normalization == "LayerNorm" and cfg.padded_vocab_size == 128384
+    assert count_parameters(cfg).total == 8_030_261_248 + (2 * 32 + 1) * 4096 + 2 * 128 * 4096
 
 
 def test_amd_llama2_eval_of_a_string_command_and_if_elif_chain():

@@ -136,7 +136,8 @@ class MemoryConfig:
     @property
     def effective_vocab_size(self) -> int:
         if self.vocab_size:
-            return self.vocab_size
+            # Megatron's NullTokenizer adds an end-of-document id on top of --vocab-size.
+            return self.vocab_size + (self.tokenizer_type == "NullTokenizer")
         if self.tokenizer_type in TOKENIZER_VOCAB:
             return TOKENIZER_VOCAB[self.tokenizer_type]
         model = (self.tokenizer_model or "").lower()
