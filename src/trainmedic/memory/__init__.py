@@ -1,16 +1,28 @@
 """Theoretical per-GPU memory of Megatron-style training, and launch-time configuration checks.
 
 Library API (used by the CLI, the TUI and the OOM tree):
-`config_from_args(argv)`, `config_from_script(text)`, `estimate(config) -> MemoryReport`,
-`memory_facts(report)`, `run_checks(config)`. Pure Python: no torch, no Megatron, no rich.
+`config_from_args(argv)`, `config_from_script(text)`, `require(config)`,
+`estimate(config) -> MemoryReport`, `memory_facts(report)`, `run_checks(config)`.
+Pure Python: no torch, no Megatron, no rich. Names load on first use so that a command
+importing one piece does not pay for the others (the script reader is the largest).
 """
 
 from __future__ import annotations
 
-from trainmedic.memory.checks import run_checks
-from trainmedic.memory.config import MemoryConfig, config_from_args, require
-from trainmedic.memory.launch_script import config_from_script
-from trainmedic.memory.model import MemoryReport, estimate, megatron_report, memory_facts
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_WHERE = {
+    "MemoryConfig": "config",
+    "config_from_args": "config",
+    "require": "config",
+    "config_from_script": "launch_script",
+    "MemoryReport": "model",
+    "estimate": "model",
+    "megatron_report": "model",
+    "memory_facts": "model",
+    "run_checks": "checks",
+}
 
 __all__ = [
     "MemoryConfig",
@@ -23,3 +35,17 @@ __all__ = [
     "require",
     "run_checks",
 ]
+
+if TYPE_CHECKING:
+    from trainmedic.memory.checks import run_checks
+    from trainmedic.memory.config import MemoryConfig, config_from_args, require
+    from trainmedic.memory.launch_script import config_from_script
+    from trainmedic.memory.model import MemoryReport, estimate, megatron_report, memory_facts
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"trainmedic.memory.{_WHERE[name]}"), name)
+    globals()[name] = value
+    return value

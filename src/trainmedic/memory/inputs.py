@@ -11,10 +11,13 @@ import os
 import re
 import shlex
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from trainmedic.errors import UsageError
 from trainmedic.memory.config import MemoryConfig, config_from_args, require
-from trainmedic.memory.launch_script import TrainingCommand, read_script, script_config_and_command
+
+if TYPE_CHECKING:
+    from trainmedic.memory.launch_script import TrainingCommand
 
 _UNITS = {"": 1024.0, "g": 1024.0, "gi": 1024.0, "gib": 1024.0, "gb": 1e9 / 2**20,
           "m": 1.0, "mi": 1.0, "mib": 1.0, "mb": 1e6 / 2**20, "t": 1024.0**2, "tib": 1024.0**2}
@@ -118,6 +121,8 @@ def load_config(args: argparse.Namespace) -> tuple[MemoryConfig, TrainingCommand
         raise UsageError(f"unrecognised option {stray[0]!r} (Megatron flags start with --)")
     cmd = None
     if args.script:
+        from trainmedic.memory.launch_script import read_script, script_config_and_command
+
         try:
             script_argv = shlex.split(args.script_args)
         except ValueError as exc:
