@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-SEED = (
+SEED = (  # noqa: SIM905
     "--num-layers 80 --hidden-size 8192 --num-attention-heads 64 --num-query-groups 8 "
     "--kv-channels 128 --ffn-hidden-size 28672 --seq-length 8192 --max-position-embeddings 8192 "
     "--micro-batch-size 1 --global-batch-size 1024 --tensor-model-parallel-size 8 "
