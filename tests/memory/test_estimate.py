@@ -198,3 +198,17 @@ def test_group_query_attention_defaults_to_one_group():
 
     h = 1024
     assert count_parameters(mqa).attention == 2 * h * h * (1 + 1 / 16)
+
+
+def test_batch_rampup_sets_megatrons_first_iteration_microbatches():
+    text = ("--num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 "
+            "--pipeline-model-parallel-size 4 --world-size 4 --global-batch-size 64 --bf16 ")
+    full = estimate(cfg_of(text), capacity_mib=1e6)
+    ramp = estimate(cfg_of(text + "--rampup-batch-size 2 2 1000"), capacity_mib=1e6)
+    # Megatron prints at the first iteration: 2 microbatches of 4 stages in flight -> x 0.5
+    assert ramp.config.first_num_microbatches == 2
+    assert ramp.megatron.activation_mib == pytest.approx(full.megatron.activation_mib / 2)
+    # the verdict is about the worst iteration: the full batch
+    assert ramp.worst.total_mib == full.worst.total_mib
+    with pytest.raises(UsageError, match="three integers"):
+        cfg_of(text + "--rampup-batch-size 2 2")

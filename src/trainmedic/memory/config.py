@@ -60,6 +60,7 @@ class MemoryConfig:
     use_distributed_optimizer: bool = False
     micro_batch_size: int = 1
     global_batch_size: int | None = None
+    rampup_batch_size: list[int] | None = None  # start, increment, samples
     sequence_parallel: bool = False
     recompute_granularity: str | None = None
     recompute_method: str | None = None
@@ -170,6 +171,14 @@ class MemoryConfig:
         return max(1, self.global_batch // (self.micro_batch_size * self.data_parallel_size))
 
     @property
+    def first_num_microbatches(self) -> int:
+        """Microbatches at the first iteration, when Megatron prints its report (batch rampup)."""
+        if self.rampup_batch_size:
+            per_step = self.micro_batch_size * self.data_parallel_size
+            return max(1, self.rampup_batch_size[0] // per_step)
+        return self.num_microbatches
+
+    @property
     def precision(self) -> str:
         return "fp16" if self.fp16 else "bf16" if self.bf16 else "fp32"
 
@@ -192,6 +201,7 @@ class MemoryConfig:
             "virtual_pipeline_model_parallel_size": self.virtual_pipeline_size,
             "global_batch_size": self.global_batch,
             "num_microbatches": self.num_microbatches,
+            "first_num_microbatches": self.first_num_microbatches,
             "expert_tensor_parallel_size": self.etp,
         }
         return data
@@ -226,6 +236,7 @@ FLAGS: dict[str, tuple[str, str]] = {
     "--use-distributed-optimizer": ("use_distributed_optimizer", "true"),
     "--micro-batch-size": ("micro_batch_size", _INT),
     "--global-batch-size": ("global_batch_size", _INT),
+    "--rampup-batch-size": ("rampup_batch_size", "ints3"),
     "--sequence-parallel": ("sequence_parallel", "true"),
     "--recompute-granularity": ("recompute_granularity", "str"),
     "--recompute-activations": ("recompute_granularity", "selective"),
@@ -338,6 +349,13 @@ def config_from_args(argv: list[str], *, config: MemoryConfig | None = None) -> 
             continue
         if kind == "selective":
             setattr(cfg, attr, "selective")
+            continue
+        if kind == "ints3":
+            values = argv[i : i + 3]
+            if len(values) < 3 or not all(v.strip().isdigit() for v in values):
+                raise UsageError(f"{name} needs three integers: start increment samples")
+            setattr(cfg, attr, [int(v) for v in values])
+            i += 3
             continue
         if inline is not None:
             value = inline

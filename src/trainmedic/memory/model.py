@@ -429,7 +429,7 @@ class MemoryReport:
             "total_mib": m.total_mib,
             "megatron": {
                 "activation_path": m.activation_path,
-                "num_microbatches": self.config.num_microbatches,
+                "num_microbatches": self.config.first_num_microbatches,
                 "params_most_loaded_shard": m.params_most_loaded_shard,
                 "params_other_shards": m.params_other_shards,
             },
@@ -479,7 +479,7 @@ def estimate(
     report = MemoryReport(
         config=cfg,
         params=count_parameters(cfg),
-        megatron=megatron_report(cfg, cfg.num_microbatches),
+        megatron=megatron_report(cfg, cfg.first_num_microbatches),
         stages=stage_estimates(cfg),
         capacity_mib=capacity_mib,
         capacity_source=capacity_source or "--gpu-memory",
