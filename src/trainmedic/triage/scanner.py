@@ -17,6 +17,7 @@ from trainmedic.triage import lineinfo
 from trainmedic.triage.loss_series import LossTracker
 from trainmedic.triage.rank_compare import RankCompare
 from trainmedic.triage.signatures import (
+    SIGNATURES,
     SIGNATURES_BY_ID,
     Signature,
     all_needles,
@@ -104,7 +105,10 @@ class Scanner:
         self.needles = all_needles()
         self._index = needle_index()
         self._combined_b = trie_pattern(self.needles)
-        self._combined_s = re.compile(trie_pattern(self.needles).pattern.decode())
+        # Signature needles only: progress lines are recognised by the loss tracker's own checks,
+        # and leaving out their very common first letters (" ", "l", "o") keeps this scan fast.
+        sig_needles = sorted({n for sig in SIGNATURES for n in sig.needles}, key=len, reverse=True)
+        self._combined_s = re.compile(trie_pattern(sig_needles).pattern.decode())
         self.use_grep = use_grep
         self.hits: dict[tuple[str, str | None], Hit] = {}
         self.loss = LossTracker()
@@ -144,8 +148,6 @@ class Scanner:
         if lineno == 1 and text.startswith(("# source:", "# synthetic", "# assembled")):
             return  # provenance header of a fixture / saved excerpt
         found = self._combined_s.findall(text)
-        if not found:
-            return
         last_time.append(text)  # times are parsed lazily: only a finding needs one
         if len(last_time) > 8:
             del last_time[0]
