@@ -90,3 +90,14 @@ def test_case_statements():
 def test_case_inside_an_inactive_branch_stays_inactive():
     text = "if [ 1 -eq 2 ]; then\ncase a in\n a) V=bad ;;\nesac\nfi\nrun ${V:-good}\n"
     assert argv_of(text) == ["run", "good"]
+
+
+def test_here_documents_are_data():
+    text = (
+        "cat > hostfile <<'EOF'\nnode1 slots=8\ndon't parse me (\nEOF\n"
+        "cat <<-END >> notes\n\tpython train.py --num-layers 1\n\tEND\n"
+        "run after\n"
+    )
+    shell = interpret(text)
+    assert [c.argv for c in shell.commands] == [["cat", ">", "hostfile"],
+                                                ["cat", ">>", "notes"], ["run", "after"]]

@@ -21,6 +21,7 @@ UNKNOWN = "\u27e8unknown\u27e9"  # a value the script computes at run time
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _KEYWORDS_SKIP = {"then", "else", "do", "done", "{", "}", "esac", "in", "time", "!"}
+_HEREDOC = re.compile(r"<<(-?)[ \t]*(['\"]?)([A-Za-z0-9_.-]+)\2")
 _DECLARE = {"export", "local", "declare", "readonly", "typeset"}
 
 
@@ -67,6 +68,7 @@ class Lexer:
         self.i = 0
         self.n = len(text)
         self.ended_case_branch = False
+        self.heredocs: list[tuple[str, bool]] = []
 
     def line_at(self, index: int) -> int:
         return self.s.count("\n", 0, index) + 1
@@ -116,6 +118,18 @@ class Lexer:
         self.i = end + 1
         return CasePattern([p.strip() for p in raw.split("|")])
 
+    def _skip_heredocs(self) -> None:
+        """Skip the bodies of here-documents opened on the line just ended."""
+        while self.heredocs:
+            delimiter, strip_tabs = self.heredocs.pop(0)
+            while self.i < self.n:
+                end = self.s.find("\n", self.i)
+                end = self.n if end < 0 else end
+                line = self.s[self.i : end]
+                self.i = min(end + 1, self.n)
+                if (line.lstrip("\t") if strip_tabs else line) == delimiter:
+                    break
+
     def _skip_comment_lines(self) -> None:
         """Lenient: comment-only lines inside a continued command are skipped."""
         while True:
@@ -155,9 +169,17 @@ class Lexer:
             if c == "\n":
                 end_word()
                 self.i += 1
+                self._skip_heredocs()
                 if array:
                     continue
                 return tokens
+            if c == "<" and s.startswith("<<", self.i) and not s.startswith("<<<", self.i):
+                m = _HEREDOC.match(s, self.i)
+                if m:  # the body (after this line) is data, not commands
+                    end_word()
+                    self.heredocs.append((m.group(3), m.group(1) == "-"))
+                    self.i = m.end()
+                    continue
             if c == "#" and word is None:
                 end = s.find("\n", self.i)
                 self.i = self.n if end < 0 else end
