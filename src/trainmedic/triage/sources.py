@@ -66,6 +66,9 @@ def expand_paths(paths: list[str]) -> list[Source]:
                     if fname.startswith(".") or fname.lower().endswith(SKIP_SUFFIXES):
                         continue
                     full = os.path.join(root, fname)
+                    # inside a folder, sockets/FIFOs and unreadable files are skipped, not fatal
+                    if not os.path.isfile(full) or not os.access(full, os.R_OK):
+                        continue
                     sources.append(Source(name=full, path=full, rank=rank_from_name(full)))
             continue
         if not os.path.exists(given):
