@@ -98,3 +98,13 @@ def test_earliest_cause_first_across_timestamps():
     top = report.findings[0]
     assert top.signature == "cuda-oom" and top.ranks == [3]
     assert "12:01:07" in top.why and "10 min before" in top.why
+
+
+def test_flight_recorder_and_desync_reports_name_the_missing_ranks():
+    # synthetic, in the formats of torch's fr_trace and TORCH_NCCL_DESYNC_DEBUG reports
+    fr = triage_text("Not all ranks joining collective, sequence number: 1137\n"
+                     "collective: nccl:all_reduce\nmissing ranks: {1, 6}\n")
+    assert fr.findings[0].link == "nccl-hang#rank-behind" and fr.findings[0].ranks == [1, 6]
+    desync = triage_text("\t - To our best knowledge, ranks [3] are the lagging ranks that caused "
+                         "this timeout. They never joined any collectives")
+    assert desync.findings[0].ranks == [3]

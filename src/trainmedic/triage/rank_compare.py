@@ -115,7 +115,8 @@ class RankCompare:
                              for k, rs in ordered[1:])
             out.append(RankVerdict(
                 "mismatch", odd,
-                f"at collective #{seq} {desc}, while ranks {_fmt(major)} entered {major_key[0]}"
+                f"at collective #{seq} {desc}, while rank{'s' if len(major) > 1 else ''} "
+                f"{_fmt(major)} entered {major_key[0]}"
                 f"{f' ({major_key[1]} elements)' if major_key[1] is not None else ''}",
                 _ev(states, odd + major[:1]),
             ))

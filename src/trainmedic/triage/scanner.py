@@ -50,6 +50,7 @@ _OOM_FIELDS = {
 _OOM_OTHER = re.compile(r"Process (\d+) has " + _SIZE + r" memory in use")
 _OOM_GPU = re.compile(r"\bGPU (\d+)\b")
 _XID = re.compile(r"NVRM: Xid \(PCI:([^)]*)\):\s*(\d+)")
+_NAMED_RANKS = re.compile(r"missing ranks: \{([\d, ]+)\}|ranks \[([\d, ]+)\] are the lagging")
 
 
 def _mib(groups: tuple[str | None, ...]) -> float | None:
@@ -197,8 +198,20 @@ class Scanner:
                 node = "ecc"
             details = {"codes": [code] if code is not None else [],
                        "pci": [m.group(1)] if m else []}
-        elif sig.id == "gradient-overflow":
-            details = {}
+        elif sig.id == "lagging-ranks":
+            # fr_trace "missing ranks: {1, 3}" / desync report "ranks [2, 5] are the lagging ranks"
+            m = _NAMED_RANKS.search(text)
+            if m:
+                named = [int(r) for r in re.findall(r"\d+", m.group(1) or m.group(2))]
+                details = {"named_ranks": named}
+                rank = None
+                hit = self.hits.get((sig.id, node))
+                for r in named:
+                    self.known_ranks.add(r)
+                if hit is not None:
+                    hit.ranks.update(named)
+                else:
+                    self.hits[(sig.id, node)] = Hit(sig, node, ranks=set(named), details=details)
         key = (sig.id, node)
         hit = self.hits.get(key)
         if hit is None:
