@@ -4,12 +4,13 @@ Prints (1) lint time for generated forests of 1,250 to 10,000 nodes and the time
 must stay about flat (near-linear growth); (2) the ratio of `trainmedic lint` on the built-in
 trees to `python -c "import yaml, networkx"` (budget: 1.3x), medians over several runs.
 
-    python benchmarks/lint_scale.py [--runs 7]
+    python benchmarks/lint_scale.py [--runs 15]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -55,18 +56,21 @@ def time_lint(folder: Path, runs: int) -> tuple[float, int]:
     return statistics.median(samples), sum(len(t.nodes) for t in forest.trees.values())
 
 
-def time_command(argv: list[str], runs: int) -> float:
-    samples = []
+def time_commands(commands: dict[str, tuple[list[str], dict[str, str]]], runs: int
+                  ) -> dict[str, float]:
+    """Median wall time of each command, interleaved so machine noise hits all alike."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(argv, check=False, capture_output=True)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        for name, (argv, env) in commands.items():
+            start = time.perf_counter()
+            subprocess.run(argv, check=False, capture_output=True, env={**os.environ, **env})
+            samples[name].append(time.perf_counter() - start)
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
     print("forest size   lint time   per node")
     base = None
@@ -78,11 +82,19 @@ def main() -> None:
         base = base or per_node
         print(f"{nodes:>11,}  {seconds * 1000:8.1f} ms  {per_node:6.1f} µs  "
               f"({per_node / base:.2f}x the smallest forest's cost per node)")
-    reference = time_command([sys.executable, "-c", "import yaml, networkx"], args.runs)
-    ours = time_command([sys.executable, "-m", "trainmedic", "lint"], args.runs)
-    print(f"\npython -c 'import yaml, networkx': {reference * 1000:.0f} ms")
-    print(f"trainmedic lint (built-in trees):  {ours * 1000:.0f} ms")
-    print(f"ratio: {ours / reference:.2f}x (budget 1.30x)")
+    lint = [sys.executable, "-m", "trainmedic", "lint"]
+    subprocess.run(lint, check=False, capture_output=True)  # warm the parse cache once
+    times = time_commands({
+        "reference": ([sys.executable, "-c", "import yaml, networkx"], {}),
+        "lint": (lint, {}),
+        "lint, cache off": (lint, {"TRAINMEDIC_NO_CACHE": "1"}),
+    }, args.runs)
+    reference = times["reference"]
+    print(f"\npython -c 'import yaml, networkx':     {reference * 1000:.0f} ms")
+    print(f"trainmedic lint (built-in trees):      {times['lint'] * 1000:.0f} ms")
+    print(f"trainmedic lint, parse cache off:      {times['lint, cache off'] * 1000:.0f} ms")
+    print(f"ratio: {times['lint'] / reference:.2f}x (budget 1.30x); "
+          f"cold parse: {times['lint, cache off'] / reference:.2f}x")
 
 
 if __name__ == "__main__":

@@ -65,7 +65,8 @@ def test_rules_suggest_with_evidence() -> None:
     assert evaluate(rule, {"env.nccl_debug": "info"}) is True
     assert evaluate(rule, {"env.nccl_debug": "WARN"}) is False
     assert evaluate(rule, {}) is None
-    index, lines = suggest(question, {"env.nccl_debug": "INFO"}, {"env.nccl_debug": "NCCL_DEBUG=INFO"})
+    facts = {"env.nccl_debug": "INFO"}
+    index, lines = suggest(question, facts, {"env.nccl_debug": "NCCL_DEBUG=INFO"})
     assert index == 0
     assert lines[0] == 'env.nccl_debug = INFO (== INFO): NCCL_DEBUG=INFO'
     assert suggest(question, {"env.nccl_debug": ""}) == (None, [])

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainmedic.errors import UsageError
-from trainmedic.trees.loader import load_tree_file
+from trainmedic.trees.cache import load_cached
 from trainmedic.trees.model import Fix, Node, Question, Tree
 from trainmedic.trees.problems import Problem
 
@@ -142,7 +142,7 @@ def _load_files(files: Iterable[Path]) -> Forest:
     forest = Forest()
     for path in files:
         shown = shown_path(path)
-        tree, problems = load_tree_file(path, shown)
+        tree, problems = load_cached(path, shown)
         forest.problems.extend(problems)
         if tree is None:
             continue

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from trainmedic.trees.forest import Forest, Ref
-from trainmedic.trees.model import Fix, Question, Rule
+from trainmedic.trees.model import Question, Rule
 from trainmedic.trees.problems import Problem
 
 _NUMERIC = {"int", "float"}
@@ -20,8 +20,8 @@ def check_references(forest: Forest) -> list[Problem]:
     problems = []
     for tree in forest.trees.values():
         if tree.start and tree.start not in tree.nodes:
-            problems.append(Problem(tree.file, tree.start_src.line, "error",
-                                    f"start node '{tree.start}' does not exist in tree '{tree.id}'"))
+            message = f"start node '{tree.start}' does not exist in tree '{tree.id}'"
+            problems.append(Problem(tree.file, tree.start_src.line, "error", message))
         for node in tree.questions():
             for answer in node.answers:
                 if forest.resolve(tree.id, answer.goto) is None:
@@ -89,8 +89,8 @@ def check_graph(forest: Forest, graph) -> list[Problem]:
             node = forest.trees[tree_id].nodes[node_id]
             if isinstance(node, Question) and not node.answers:
                 continue  # the loader already said the answers are missing or malformed
-            problems.append(Problem(forest.trees[tree_id].file, node.src.line, "error",
-                                    f"question '{node_id}' leads nowhere; every path must end at a fix"))
+            message = f"question '{node_id}' leads nowhere; every path must end at a fix"
+            problems.append(Problem(forest.trees[tree_id].file, node.src.line, "error", message))
     return problems
 
 

@@ -104,7 +104,8 @@ class _Builder:
             return [value]
         if isinstance(value, LList) and all(isinstance(v, str) for v in value):
             return list(value)
-        self.error(self.line_of(data, key), f"'{key}' of {what} must be a string or a list of strings")
+        self.error(self.line_of(data, key),
+                   f"'{key}' of {what} must be a string or a list of strings")
         return []
 
     def ident(self, data: LMap, key: str, what: str) -> str | None:
@@ -131,8 +132,9 @@ class _Builder:
             if isinstance(item, LMap):
                 out.append((item, item_line))
             else:
+                kind = _type_name(item)
                 self.error(item_line,
-                           f"each item of '{key}' in {what} must be a mapping, not {_type_name(item)}")
+                           f"each item of '{key}' in {what} must be a mapping, not {kind}")
         return out
 
     # -- objects ---------------------------------------------------------------------------
@@ -273,8 +275,9 @@ class _Builder:
         raw_nodes = data.get("nodes")
         if "nodes" in data:
             if not isinstance(raw_nodes, LMap):
+                kind = _type_name(raw_nodes)
                 self.error(self.line_of(data, "nodes"),
-                           f"'nodes' must be a mapping of node id to node, not {_type_name(raw_nodes)}")
+                           f"'nodes' must be a mapping of node id to node, not {kind}")
             else:
                 if not raw_nodes:
                     self.error(self.line_of(data, "nodes"), "'nodes' is empty")
@@ -318,7 +321,8 @@ spec_scalar = bool | int | float | str
 def parse_rule(entry: Any, src: Source) -> Rule | str:
     """Parse `probe.fact OP value`; a string result is the error message."""
     if not isinstance(entry, str):
-        return f"a rule must be text like 'gpu.max_memory_fraction >= 0.95', not {_type_name(entry)}"
+        example = "gpu.max_memory_fraction >= 0.95"
+        return f"a rule must be text like '{example}', not {_type_name(entry)}"
     match = spec.RULE_RE.match(entry)
     if not match:
         return (f"cannot read rule {entry!r}: write 'probe.fact OP value' with OP one of "
