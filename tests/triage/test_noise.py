@@ -128,3 +128,15 @@ def test_grep_and_python_prefilters_agree_on_a_mixed_log(tmp_path, monkeypatch):
     without = triage_paths([str(path)], use_grep=False).to_dict()
     assert with_grep == without
     assert with_grep["findings"] and with_grep["loss"]["count"] > 400
+
+
+def test_giant_progress_bar_line_is_read_in_bounded_pieces(tmp_path, use_grep, monkeypatch):
+    from trainmedic.triage import sources
+
+    monkeypatch.setattr(sources, "MAX_LINE", 64 << 10)  # 64 KiB pieces, 1 MiB line
+    bar = b"".join(b" %3d%%|####| %d/9999 [00:01<00:20, loss=2.31]\r" % (i % 100, i)
+                   for i in range(20000))
+    data = bar + b"[rank2]: RuntimeError: CUDA error: device-side assert triggered\r" + bar + b"\n"
+    report = scan(tmp_path, data, use_grep)
+    assert [f.link for f in report.findings] == ["startup#device-assert"]
+    assert report.findings[0].ranks == [2] and report.findings[0].evidence[0].line == 1

@@ -211,12 +211,22 @@ def grep_candidates(
     name = name or path or "<stream>"
     try:
         assert proc.stdout is not None
-        for raw in proc.stdout:
-            colon = raw.find(b":")
-            line = raw[colon + 1 :]
-            if line.endswith(b"\n"):
-                line = line[:-1]
-            yield int(raw[:colon]), line
+        lineno = 0
+        partial = False  # the previous read stopped inside a very long line
+        readline = proc.stdout.readline
+        while True:
+            # bounded reads: a progress bar rewritten with \r for hours is one giant "line"
+            raw = readline(MAX_LINE)
+            if not raw:
+                break
+            if partial:
+                line = raw
+            else:
+                colon = raw.find(b":")
+                lineno = int(raw[:colon])
+                line = raw[colon + 1 :]
+            partial = not raw.endswith(b"\n")
+            yield lineno, line if partial else line[:-1]
         err = proc.stderr.read() if proc.stderr else b""
         code = proc.wait()
     finally:
