@@ -191,48 +191,80 @@ def _rank_findings(scanner: Scanner, year: int | None) -> list[Finding]:
     return out
 
 
+SHORT = {
+    "nccl-watchdog-timeout": "NCCL watchdog timeouts", "nccl-watchdog-stuck": "watchdog hangs",
+    "nccl-system-error": "NCCL system errors", "nccl-internal-error": "NCCL internal errors",
+    "nccl-unhandled-cuda": "NCCL CUDA errors", "nccl-remote-error": "NCCL remote errors",
+    "cuda-launch-failure": "CUDA launch failures",
+}
+
+
+def _file(f: Finding) -> str | None:
+    return f.evidence[0].file if f.evidence else None
+
+
+def _cause_of(symptom: Finding, causes: list[Finding]) -> Finding:
+    """The cause a symptom most likely follows: same log file first, then the earliest cause
+    that precedes it in time, else the overall first cause."""
+    # rank verdicts quote the symptoms' own lines: they never count as "same file"
+    same = [c for c in causes if _file(c) == _file(symptom) and not c.signature.startswith("rank-")]
+    if same:
+        return same[0]
+    if symptom.first_time:
+        before = [c for c in causes if c.first_time and c.first_time <= symptom.first_time]
+        if before:
+            return before[0]
+    shared = [c for c in causes if set(c.ranks) & set(symptom.ranks)]
+    return shared[0] if shared else causes[0]
+
+
 def _explain(findings: list[Finding]) -> None:
-    """Fill `why`: the first cause explains the later symptoms; each symptom points back."""
+    """Fill `why`: each cause explains the symptoms that follow it; each symptom points back."""
     if not findings:
         return
     top = findings[0]
-    symptoms = [f for f in findings[1:] if f.kind == "symptom"]
-    when = _clock(top.first_time)
     if top.kind != "cause":
         top.why = ("no cause-type message was found; this is the earliest symptom — look for the "
                    "rank or node that printed nothing (or crashed) just before it")
         return
-    reason = (f"{_who(top.ranks) if top.ranks else 'the log'} shows "
-              f"{SIGNATURES_BY_ID[top.signature].title}" + (f" at {when}" if when else ""))
-    if symptoms:
-        s = symptoms[0]
-        others = [r for r in s.ranks if r not in top.ranks]
-        gap = ""
-        if top.first_time and s.first_time and s.first_time >= top.first_time:
-            gap = f", {_span(s.first_time - top.first_time)} before"
-        elif not top.first_time or not s.first_time:
-            gap = ", before"
-        on = f" on {'the other ' if top.ranks else ''}{len(others)} rank" + (
-            "s" if len(others) != 1 else "") if others else ""
-        if gap:
-            reason += (f"{gap} the {SIGNATURES_BY_ID[s.signature].title.split(':')[0]}{on}: "
-                       "those are its consequence")
-        else:
-            reason += "; the later symptoms are most likely its consequence"
-    else:
-        reason += "; cause-type messages rank before symptoms, earliest first"
-    top.why = reason
-    for f in findings[1:]:
+    causes = [f for f in findings if f.kind == "cause"]
+    linked: dict[int, list[Finding]] = {}
+    for f in findings:
+        if f.kind == "symptom":
+            cause = _cause_of(f, causes)
+            linked.setdefault(id(cause), []).append(f)
+            f.why = f"likely a consequence of {cause.signature} ({cause.link}), which came first"
+    for i, c in enumerate(causes):
+        c.why = _cause_why(c, linked.get(id(c), []), first=(i == 0))
+    for f in findings:
+        if f.kind == "context":
+            f.why = "context: often harmless on its own"
         if f.signature == "rank-silent" and set(f.ranks) & set(top.ranks):
             f.why = (f"{_who(sorted(set(f.ranks) & set(top.ranks)))} is where "
                      f"{SIGNATURES_BY_ID[top.signature].title} happened: it never reached the "
                      "collective the others waited in")
-        elif f.kind == "symptom":
-            f.why = f"likely a consequence of {top.signature} ({top.link}), which came first"
-        elif f.kind == "cause":
-            f.why = "another cause-type message, later than the first"
-        else:
-            f.why = "context: often harmless on its own"
+
+
+def _cause_why(c: Finding, symptoms: list[Finding], *, first: bool) -> str:
+    when = _clock(c.first_time)
+    reason = (f"{_who(c.ranks) if c.ranks else 'the log'} shows "
+              f"{SIGNATURES_BY_ID[c.signature].title}" + (f" at {when}" if when else ""))
+    if not symptoms:
+        return reason + ("; cause-type messages rank before symptoms, earliest first" if first
+                         else "; another cause-type message, after the first")
+    s = symptoms[0]
+    others = [r for r in s.ranks if r not in c.ranks]
+    gap = "before"
+    if c.first_time and s.first_time and s.first_time >= c.first_time:
+        gap = f"{_span(s.first_time - c.first_time)} before"
+    elif c.first_time and s.first_time:
+        return reason + "; the symptoms below are most likely its consequence"
+    on = ""
+    if others:
+        on = f" on {'the other ' if c.ranks else ''}{len(others)} rank" + (
+            "s" if len(others) != 1 else "")
+    what = SHORT.get(s.signature, SIGNATURES_BY_ID[s.signature].title)
+    return f"{reason}, {gap} the {what}{on}: those are its consequence"
 
 
 def _clock(t: datetime | None) -> str:
