@@ -97,3 +97,15 @@ def test_socket_failure_ranks_before_the_nccl_error_it_causes():
     assert [f.signature for f in report.findings] == ["nccl-socket", "nccl-system-error"]
     assert report.findings[1].kind == "symptom"
     assert "consequence" in report.findings[1].why
+
+
+def test_oom_before_the_first_step_points_at_first_iteration():
+    from trainmedic.triage import triage_text
+
+    # real lines (fixtures megatron_fp16_warmup.log / oom_small_unallocated.log), joined here
+    warm = (FIXTURES / "megatron_fp16_warmup.log").read_text(encoding="utf-8").splitlines()
+    oom = (FIXTURES / "oom_small_unallocated.log").read_text(encoding="utf-8").splitlines()[3]
+    started, iteration = warm[1], warm[2]
+    assert triage_text(f"{started}\n{oom}\n").findings[0].link == "oom#first-iteration"
+    assert triage_text(f"{started}\n{iteration}\n{oom}\n").findings[0].link == "oom"
+    assert triage_text(f"{oom}\n").findings[0].link == "oom"  # a pasted traceback alone: no guess

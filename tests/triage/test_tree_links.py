@@ -12,7 +12,7 @@ from trainmedic.triage.signatures import DERIVED, SIGNATURES
 TREES = Path(__file__).resolve().parents[2] / "trees"
 # nodes chosen at scan time from the message's numbers (OOM sizes, Xid code)
 DYNAMIC = [("oom", "fragmentation"), ("oom", "other-process"), ("hardware", "fallen-off-bus"),
-           ("hardware", "ecc"), ("triage", None)]
+           ("hardware", "ecc"), ("oom", "first-iteration"), ("triage", None)]
 
 
 def emitted_links() -> set[tuple[str, str | None]]:

@@ -144,6 +144,8 @@ def _oom_summary(hit: Hit) -> str:
     text = "CUDA out of memory" + (f" ({', '.join(parts)})" if parts else "")
     if hit.node == "fragmentation":
         text += ": the cache is fragmented, try expandable_segments:True"
+    elif hit.node == "first-iteration":
+        text += ": training started but no step finished, the configuration does not fit"
     elif hit.node == "other-process":
         pids = ", ".join(str(o["pid"]) for o in d.get("other_processes", []))
         text += f": another process (pid {pids}) holds GPU memory"
@@ -168,6 +170,9 @@ def _nan_summary(loss: LossAnalysis) -> str:
         parts.append(f"NaN/inf loss at {loss.nan_count} logged steps (first {first})")
     if loss.grad_norm_nan_count:
         parts.append(f"grad norm NaN/inf at {loss.grad_norm_nan_count} steps")
+        if loss.last_loss == 0.0:
+            parts.append("loss logged as 0.0 with a NaN grad norm: the weights are already NaN "
+                         "(HF Trainer's logging_nan_inf_filter hides the NaN loss)")
     if loss.nan_iterations:
         parts.append(f"Megatron counted {loss.nan_iterations} nan iterations")
     return "; ".join(parts) or "the loss became NaN/inf"

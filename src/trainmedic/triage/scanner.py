@@ -19,6 +19,7 @@ from trainmedic.triage.rank_compare import RankCompare
 from trainmedic.triage.signatures import (
     SIGNATURES,
     SIGNATURES_BY_ID,
+    TRAINING_STARTED,
     Signature,
     all_needles,
     needle_index,
@@ -120,6 +121,8 @@ class Scanner:
         self._redact = _redactor()
         self._source_idx = 0
         self._loss_marks = (0, 0, 0, 0)
+        self._started_in_source = False
+        self._progress_in_source = False
 
     # ---- driving -------------------------------------------------------------------------
     def scan(self, source: Source) -> None:
@@ -139,6 +142,7 @@ class Scanner:
         if source.rank is not None:
             self.known_ranks.add(source.rank)
         last_time: list[str] = []  # the last few candidate lines of this source
+        self._started_in_source = self._progress_in_source = False
         for lineno, raw in lines:
             self.candidate_lines += 1
             text = raw.decode("utf-8", "replace")
@@ -172,7 +176,10 @@ class Scanner:
                 rank, resolved = self._rank(text, source), True
             self.ranks.feed(text, rank, (source.name, lineno))
         if self.loss.feed(text):
+            self._progress_in_source = True
             self._loss_evidence(text, source, lineno, last_time)
+        elif not found and any(m in text for m in TRAINING_STARTED):
+            self._started_in_source = True
 
     def _rank(self, text: str, source: Source) -> int | None:
         rank = lineinfo.line_rank(text)
@@ -189,6 +196,8 @@ class Scanner:
         details: dict = {}
         if sig.id == "cuda-oom":
             node, details = _oom(text)
+            if node is None and self._started_in_source and not self._progress_in_source:
+                node = "first-iteration"  # training began but no step finished: it cannot fit
         elif sig.id == "xid":
             m = _XID.search(text)
             code = int(m.group(2)) if m else None

@@ -218,7 +218,10 @@ SERIES_NEEDLES: tuple[str, ...] = (
     " iteration ", "'loss': ", "oss:", "oss =", "oss=", "Loss ", "loss ",
     "save_interval", "save-interval", "saved checkpoint", "last enqueued", "Timeout at NCCL work",
     "WorkNCCL(",
+    # training has started (an OOM before any progress line then means the config cannot fit)
+    "before the start of training step", "***** Running training *****",
 )
+TRAINING_STARTED = ("before the start of training step", "***** Running training *****")
 
 
 def all_needles() -> list[str]:
