@@ -21,8 +21,8 @@ from typing import Any
 
 def state_dir() -> Path:
     """`$XDG_STATE_HOME/trainmedic`, or the platform's usual place for per-user state."""
-    base = os.environ.get("XDG_STATE_HOME")
-    if base:
+    base = os.environ.get("XDG_STATE_HOME", "").strip()
+    if base and Path(base).is_absolute():  # the XDG spec says to ignore relative paths
         return Path(base) / "trainmedic"
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Application Support" / "trainmedic"

@@ -11,6 +11,7 @@ import re
 
 import pytest
 
+from trainmedic.probes.registry import declared_facts
 from trainmedic.trees import Fix, Question, load_forest
 
 K2_TREES = ("nccl-hang", "multi-node", "hardware", "loss-spike", "convergence")
@@ -64,21 +65,6 @@ SEED_ROWS = [
 XID_CODES = (13, 31, 43, 45, 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120)
 
 # contracts §1: the only facts tree rules may use.
-CONTRACT_FACTS = {
-    "gpu": {"count", "expected", "missing", "max_memory_fraction", "max_memory_used_mib",
-            "min_memory_total_mib", "ecc_uncorrected", "max_temperature_c", "throttled",
-            "remap_pending", "reset_required", "mig_enabled", "driver_ok", "driver_version"},
-    "gpu-processes": {"count", "max_per_gpu", "total_memory_mib"},
-    "topology": {"gpu_count", "nvlink", "pairs_via_cpu"},
-    "env": {"myth_vars", "myth_count", "launch_blocking", "max_connections_one", "nccl_debug",
-            "socket_ifname_set", "ib_disabled", "master_addr_set", "expandable_segments",
-            "async_error_handling", "trace_buffer_set"},
-    "versions": {"python", "torch", "torch_cuda", "nccl", "transformer_engine", "flash_attn",
-                 "apex", "megatron_core", "deepspeed"},
-    "kernel-xid": {"count", "codes", "fatal", "fallen_off_bus", "ecc"},
-    "infiniband": {"ports", "ports_down", "min_rate_gbps"},
-    "rendezvous": {"master_addr_resolves", "master_port_open", "port_in_use_locally"},
-}
 
 # Settings that no library reads or that were renamed: they may be named in `myth:` text,
 # never pasted as a remedy.
@@ -130,14 +116,15 @@ def test_xid_answers_lead_to_distinct_actions(forest):
 
 
 @pytest.mark.parametrize("tree_id", K2_TREES)
-def test_rules_use_only_contract_facts(forest, tree_id):
+def test_rules_use_declared_facts_and_say_why(forest, tree_id):
+    declared = declared_facts()
     for node in forest.trees[tree_id].nodes.values():
         if not isinstance(node, Question):
             continue
         for answer in node.answers:
             for rule in answer.when:
                 probe, _, fact = rule.fact.partition(".")
-                assert fact in CONTRACT_FACTS.get(probe, set()), f"{tree_id}#{node.id}: {rule.fact}"
+                assert fact in declared.get(probe, {}), f"{tree_id}#{node.id}: {rule.fact}"
                 assert answer.because, f"{tree_id}#{node.id}: rule without 'because'"
 
 

@@ -7,18 +7,11 @@ file, even when two fan-outs finish together.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from trainmedic.state import state_dir, write_json_atomic
+
 LAST_RESULT_NAME = "cluster-last.json"
-
-
-def state_dir() -> Path:
-    """`$XDG_STATE_HOME/trainmedic`, default `~/.local/state/trainmedic`."""
-    base = os.environ.get("XDG_STATE_HOME", "").strip()
-    root = Path(base) if base and Path(base).is_absolute() else Path.home() / ".local" / "state"
-    return root / "trainmedic"
 
 
 def last_result_path() -> Path:
@@ -28,17 +21,7 @@ def last_result_path() -> Path:
 def save_last_result(result: dict) -> Path:
     """Write the result atomically; returns its path. Raises OSError when the folder is unusable."""
     path = last_result_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".cluster-last.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(result, handle, separators=(",", ":"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_json_atomic(path, result)
     return path
 
 

@@ -10,6 +10,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from trainmedic.cluster.aggregate import CLUSTER_FACTS as _CLUSTER_FACTS
 from trainmedic.probes.base import Budget, ProbeResult
 
 FACT_TYPES = ("int", "float", "bool", "str", "list")
@@ -176,6 +177,32 @@ PROBES: dict[str, ProbeSpec] = {
         ),
     )
 }
+
+
+# Fact sources that read recorded inputs rather than the machine: the launch script's memory
+# estimate and the last cluster sweep. They run like any probe and are declared the same way.
+PROBES["memory"] = ProbeSpec(
+    "memory",
+    "theoretical per-GPU memory of the launch script in TRAINMEDIC_LAUNCH_SCRIPT",
+    12.0,
+    {
+        "total_gib": "float",
+        "megatron_total_gib": "float",
+        "capacity_gib": "float",
+        "fits": "bool",
+        "verdict": "str",
+        "most_loaded_stage": "int",
+        "check_failures": "int",
+    },
+    "memory_estimate",
+)
+PROBES["cluster"] = ProbeSpec(
+    "cluster",
+    "the last `trainmedic probe --nodes` sweep: which nodes differ or fail",
+    3.0,
+    dict(_CLUSTER_FACTS),
+    "cluster_last",
+)
 
 
 def probe_names() -> list[str]:

@@ -67,6 +67,8 @@ class Ref:
 class Forest:
     trees: dict[str, Tree] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    # file stems of tree files that could not be loaded: links to them are not reported again
+    unloaded: set[str] = field(default_factory=set)
 
     @property
     def errors(self) -> list[Problem]:
@@ -145,6 +147,7 @@ def _load_files(files: Iterable[Path]) -> Forest:
         tree, problems = load_cached(path, shown)
         forest.problems.extend(problems)
         if tree is None:
+            forest.unloaded.add(path.stem)
             continue
         if tree.id in forest.trees:
             first = forest.trees[tree.id].src
@@ -161,6 +164,7 @@ def load_forest(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Fo
     if not builtin:
         return user
     base = load_files(tree_files([builtin_tree_dir()]))
+    base.unloaded |= user.unloaded
     for tree_id, tree in user.trees.items():
         base.trees[tree_id] = tree
     base.problems = [p for p in base.problems if not _shadowed(p, user)] + user.problems

@@ -24,6 +24,9 @@ def check_references(forest: Forest) -> list[Problem]:
             problems.append(Problem(tree.file, tree.start_src.line, "error", message))
         for node in tree.questions():
             for answer in node.answers:
+                target_tree = answer.goto.split("#", 1)[0]
+                if target_tree in forest.unloaded and target_tree not in forest.trees:
+                    continue  # that file's own error is reported; this would only repeat it
                 if forest.resolve(tree.id, answer.goto) is None:
                     problems.append(Problem(tree.file, answer.src.line, "error",
                                             _unresolved(forest, tree.id, answer.goto)))
