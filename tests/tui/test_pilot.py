@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from conftest import HangingProbes, gpu_full, make_app, run
-from textual.widgets import Input, OptionList, Static, Tree
+from textual import events
+from textual.widgets import OptionList, Static, Tree
 
 from trainmedic.state import list_walks, walks_dir
 from trainmedic.tui.screens.browse import BrowseScreen
@@ -319,10 +320,20 @@ def test_resume_of_walk_that_no_longer_fits_is_refused():
     run(go())
 
 
-def test_home_input_keeps_focus_for_typing():
+def test_home_filter_edits_with_backspace_and_paste():
     async def go():
         app = make_app()
         async with app.run_test() as pilot:
             await pilot.pause()
-            assert isinstance(app.focused, Input)
+            assert isinstance(app.focused, OptionList)
+            await pilot.press(*"frozx", "backspace", "e")
+            await pilot.pause()
+            assert app.screen.filter_text == "froze" and _shown(app) == ["tree:hang"]
+            await pilot.press("ctrl+u")
+            app.screen.post_message(events.Paste("GPU\nmemory"))
+            await pilot.pause()
+            assert app.screen.filter_text == "GPU memory" and _shown(app) == ["tree:mem"]
+            await pilot.press("down", "up", "enter")
+            await pilot.pause()
+            assert _current(app) == "mem#when"
     run(go())

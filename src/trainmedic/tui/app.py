@@ -6,21 +6,33 @@ injected, so tests drive the app with fake probes and the UI never waits on a re
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 from trainmedic.errors import UsageError
-from trainmedic.trees import Forest, Ref
-from trainmedic.tui.search import NodeSearchProvider
-from trainmedic.walk import WalkSession
+
+if TYPE_CHECKING:
+    from textual.command import Provider
+
+    from trainmedic.trees import Forest, Ref
+    from trainmedic.tui.catalog import TreeCard
+    from trainmedic.walk import WalkSession
 
 ProbeRunner = Callable[[list[str] | None], list[Any]]
+
+
+def node_search_provider() -> type[Provider]:
+    """Imported on first use of the palette: `textual.command` is not needed to paint home."""
+    from trainmedic.tui.search import NodeSearchProvider
+
+    return NodeSearchProvider
 
 
 class TrainmedicApp(App[int]):
@@ -28,7 +40,7 @@ class TrainmedicApp(App[int]):
 
     TITLE = "trainmedic"
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))  # absolute: subclasses live elsewhere
-    COMMANDS: ClassVar = App.COMMANDS | {NodeSearchProvider}
+    COMMANDS: ClassVar = App.COMMANDS | {node_search_provider}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "help", key_display="F1", show=False),
         Binding("ctrl+q", "quit", "quit", key_display="^q", show=False, priority=True),
@@ -36,8 +48,10 @@ class TrainmedicApp(App[int]):
 
     def __init__(
         self,
-        forest: Forest,
+        forest: Forest | None = None,
         *,
+        cards: list[TreeCard] | None = None,
+        forest_loader: Callable[[], Forest] | None = None,
         session: WalkSession | None = None,
         probes: bool = True,
         probe_runner: ProbeRunner | None = None,
@@ -45,13 +59,42 @@ class TrainmedicApp(App[int]):
         save: Callable[[dict[str, Any]], object] | None = None,
     ) -> None:
         super().__init__()
-        self.forest = forest
+        if forest is None and forest_loader is None:
+            raise ValueError("give a forest or a forest_loader")
+        self._forest = forest
+        self._forest_loader = forest_loader
+        self._forest_lock = threading.Lock()
+        self._cards = cards
         self._initial_session = session
         self.probes_enabled = probes
         self._probe_runner = probe_runner
         self._triage_api = triage_api
         self._save = save
         self._save_failed = False
+
+    # -- the trees ------------------------------------------------------------------------------
+    @property
+    def forest(self) -> Forest:
+        """The whole forest, loaded on first use when home was painted from cached cards."""
+        if self._forest is None:
+            with self._forest_lock:
+                if self._forest is None:
+                    assert self._forest_loader is not None
+                    try:
+                        self._forest = self._forest_loader()
+                    except UsageError as exc:  # a tree file broke since the cards were saved
+                        self.exit(2, message=f"trainmedic: error: {exc}")
+                        raise
+        return self._forest
+
+    @property
+    def cards(self) -> list[TreeCard]:
+        """Id, title, summary, tags and counts of every tree: what the home list shows."""
+        if self._cards is None:
+            from trainmedic.tui.catalog import cards_from_forest
+
+            self._cards = cards_from_forest(self.forest)
+        return self._cards
 
     # -- collaborators ------------------------------------------------------------------------
     @property
@@ -93,15 +136,18 @@ class TrainmedicApp(App[int]):
                 self.notify(f"cannot save the walk: {exc}", severity="warning")
 
     # -- navigation ---------------------------------------------------------------------------
-    def on_mount(self) -> None:
+    def get_default_screen(self) -> Screen:
         from trainmedic.tui.screens.home import HomeScreen
 
-        self.push_screen(HomeScreen())
+        return HomeScreen()
+
+    def on_mount(self) -> None:
         if self._initial_session is not None:
             self.open_walk(self._initial_session)
 
     def open_walk(self, target: WalkSession | Ref | str, *, triage: dict | None = None) -> None:
         from trainmedic.tui.screens.walk import WalkScreen
+        from trainmedic.walk import WalkSession
 
         try:
             session = target if isinstance(target, WalkSession) else WalkSession(
@@ -114,6 +160,8 @@ class TrainmedicApp(App[int]):
         self.push_screen(WalkScreen(session))
 
     def resume(self, data: dict[str, Any]) -> None:
+        from trainmedic.walk import WalkSession
+
         try:
             session = WalkSession.from_dict(self.forest, data)
         except UsageError as exc:
@@ -127,7 +175,7 @@ class TrainmedicApp(App[int]):
         self.push_screen(BrowseScreen(ref))
 
     def go_home(self) -> None:
-        while len(self.screen_stack) > 2:
+        while len(self.screen_stack) > 1:
             self.pop_screen()
         home = self.screen
         if hasattr(home, "reload_walks"):

@@ -13,12 +13,28 @@ if TYPE_CHECKING:
 
 def build_home_app(trees: Sequence[str], app_class: type[TrainmedicApp] | None = None,
                    ) -> TrainmedicApp:
-    """The app at its home screen over the built-in trees plus `trees` (UsageError if broken)."""
-    from trainmedic.trees import load_forest_or_fail
+    """The app at its home screen over the built-in trees plus `trees`.
 
-    forest = load_forest_or_fail(trees)
+    With unchanged tree files the home screen paints from cached cards and the forest loads on
+    first use; otherwise the forest is loaded and validated now (UsageError if broken).
+    """
+    from trainmedic.tui.catalog import cached_cards, files_key, remember_cards
+
+    extra = list(trees)
     if app_class is None:
         from trainmedic.tui.app import TrainmedicApp as app_class
+
+    def load() -> Forest:
+        from trainmedic.trees import load_forest_or_fail
+
+        return load_forest_or_fail(extra)
+
+    cards = cached_cards(extra)
+    if cards is not None:
+        return app_class(None, cards=cards, forest_loader=load)
+    key = files_key(extra)
+    forest = load()
+    remember_cards(key, forest)
     return app_class(forest)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -31,6 +32,7 @@ def _label(forest: Forest, ref: Ref, prefix: str = "", *, show_tree: bool = Fals
 
 
 class BrowseScreen(Screen):
+    CSS_PATH = str(Path(__file__).with_name("browse.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "search", "search", key_display="/"),
         Binding("w", "walk", "walk from here"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import ClassVar
 
 from rich.table import Table
@@ -64,6 +65,7 @@ def help_table() -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
+    CSS_PATH = str(Path(__file__).with_name("help.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "close", key_display="esc"),
         Binding("question_mark", "dismiss", "close", show=False),

@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 RECENT_WALKS = 5
+PLACEHOLDER = "type to filter trees, actions and recent walks"
 
 
-@dataclass
-class Entry:
+class Entry(NamedTuple):
     """One line of the home list: what it opens, and the text the filter matches."""
 
     key: str  # "tree:oom", "action:triage", "walk:<id>"
@@ -27,6 +27,11 @@ class Entry:
 
 
 class HomeScreen(Screen):
+    """Typing filters (like fzf): printable keys edit the filter line, the list keeps focus.
+
+    A plain line instead of an `Input` keeps the first frame cheap (no Input CSS to parse).
+    """
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "open", priority=True),
         Binding("down", "cursor(1)", "move", key_display="↓↑", priority=True),
@@ -38,13 +43,13 @@ class HomeScreen(Screen):
         Binding("ctrl+t", "triage", "triage"),
         Binding("ctrl+r", "probes", "probes"),
         Binding("f1", "app.help", "help", key_display="F1"),
-        Binding("ctrl+q", "app.quit", "quit", key_display="^q"),
+        Binding("ctrl+q", "app.quit", "quit", key_display="^q", priority=True),
     ]
 
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("trainmedic", "bold"), "  from a dead or frozen training "
                                    "job to the fix"), id="titlebar")
-        yield Input(placeholder="type to filter trees, actions and recent walks…", id="filter")
+        yield Static(Text(f"/ {PLACEHOLDER}", style="dim"), id="filter")
         yield OptionList(id="entries")
         yield Static(id="detail")
         yield Footer(compact=True)
@@ -52,8 +57,9 @@ class HomeScreen(Screen):
     def on_mount(self) -> None:
         self.entries: list[Entry] = []
         self.shown: list[Entry] = []
+        self.filter_text = ""
         self.reload_walks()
-        self.query_one("#filter", Input).focus()
+        self.query_one("#entries", OptionList).focus()
 
     # -- content ------------------------------------------------------------------------------
     def reload_walks(self) -> None:
@@ -64,26 +70,23 @@ class HomeScreen(Screen):
             self.app.notify(f"{item.path.name}: {item.reason}; skipped",
                             title="Saved walk unreadable", severity="warning", timeout=6)
         self.entries = self._tree_entries() + self._action_entries() + self._walk_entries(walks)
-        self.apply_filter(self.query_one("#filter", Input).value)
+        self.apply_filter(self.filter_text)
 
     def _tree_entries(self) -> list[Entry]:
-        forest = self.app.forest  # type: ignore[attr-defined]
-        ids = sorted(forest.trees, key=lambda t: (t != "triage", 0))
+        cards = sorted(self.app.cards, key=lambda c: c.id != "triage")  # type: ignore[attr-defined]
         entries = []
-        width = max((len(t) for t in ids), default=4)
-        for tree_id in ids:
-            tree = forest.trees[tree_id]
-            questions, fixes = forest.counts(tree_id)
+        width = max((len(c.id) for c in cards), default=4)
+        for card in cards:
             label = Text(no_wrap=True, overflow="ellipsis")
-            label.append(f"{tree_id:<{width}}  ", style="bold")
-            label.append(str(tree.title))
-            label.append(f"  {' '.join(str(tree.summary).split())}", style="dim")
-            detail = Text.assemble((str(tree.title), "bold"), f"   {tree_id} · {questions} "
-                                   f"questions · {fixes} fixes",
-                                   (f" · {', '.join(tree.tags)}" if tree.tags else ""),
-                                   "\n", " ".join(str(tree.summary).split()))
-            hay = " ".join([tree_id, str(tree.title), str(tree.summary), *tree.tags]).lower()
-            entries.append(Entry(f"tree:{tree_id}", label, hay, detail, tree_id))
+            label.append(f"{card.id:<{width}}  ", style="bold")
+            label.append(card.title)
+            label.append(f"  {card.summary}", style="dim")
+            detail = Text.assemble((card.title, "bold"), f"   {card.id} · {card.questions} "
+                                   f"questions · {card.fixes} fixes",
+                                   (f" · {', '.join(card.tags)}" if card.tags else ""),
+                                   "\n", card.summary)
+            hay = " ".join([card.id, card.title, card.summary, *card.tags]).lower()
+            entries.append(Entry(f"tree:{card.id}", label, hay, detail, card.id))
         return entries
 
     def _action_entries(self) -> list[Entry]:
@@ -114,6 +117,17 @@ class HomeScreen(Screen):
             entries.append(Entry(f"walk:{saved.id}", label, hay, detail, data))
         return entries
 
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text
+        line = Text("/ ", style="bold")
+        if text:
+            line.append(text)
+            line.append("▏", style="bold")
+        else:
+            line.append(PLACEHOLDER, style="dim")
+        self.query_one("#filter", Static).update(line)
+        self.apply_filter(text)
+
     def apply_filter(self, query: str) -> None:
         words = query.lower().split()
         self.shown = [e for e in self.entries if all(w in e.haystack for w in words)]
@@ -137,8 +151,20 @@ class HomeScreen(Screen):
         return self.shown[index] if index is not None and index < len(self.shown) else None
 
     # -- events and actions -------------------------------------------------------------------
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.apply_filter(event.value)
+    def on_key(self, event: events.Key) -> None:
+        if event.key == "backspace":
+            self.set_filter(self.filter_text[:-1])
+        elif event.key == "ctrl+u":
+            self.set_filter("")
+        elif event.is_printable and event.character:
+            self.set_filter(self.filter_text + event.character)
+        else:
+            return
+        event.stop()
+        event.prevent_default()
+
+    def on_paste(self, event: events.Paste) -> None:
+        self.set_filter(self.filter_text + " ".join(event.text.split()))
 
     def on_option_list_option_highlighted(self, _event: OptionList.OptionHighlighted) -> None:
         self._show_detail()
@@ -155,7 +181,7 @@ class HomeScreen(Screen):
         options.highlighted = max(0, min(len(self.shown) - 1, current + delta))
 
     def action_clear(self) -> None:
-        self.query_one("#filter", Input).value = ""
+        self.set_filter("")
 
     def action_open(self) -> None:
         entry = self.current_entry()
@@ -178,10 +204,7 @@ class HomeScreen(Screen):
         entry = self.current_entry()
         app: Any = self.app
         if entry is not None and entry.key.startswith("tree:"):
-            from trainmedic.trees import Ref
-
-            forest = app.forest
-            app.open_browse(Ref(entry.data, forest.trees[entry.data].start))
+            app.open_browse(app.forest.start(entry.data))
         else:
             app.open_browse()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
@@ -17,6 +18,7 @@ from trainmedic.tui.widgets.evidence import STATUS_MARK
 
 
 class ProbesScreen(Screen):
+    CSS_PATH = str(Path(__file__).with_name("triage.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run", "run again"),
         Binding("escape", "leave", "back", key_display="esc"),

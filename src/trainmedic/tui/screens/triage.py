@@ -32,6 +32,7 @@ def finding_to_dict(finding: Any) -> dict[str, Any]:
 
 
 class TriageScreen(Screen):
+    CSS_PATH = str(Path(__file__).with_name("triage.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "analyse", "analyse", key_display="^r"),
         Binding("escape", "leave", "back", key_display="esc"),

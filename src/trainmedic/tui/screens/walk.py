@@ -8,6 +8,7 @@ freezes the screen; when they answer, the suggestion and its evidence appear bes
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.text import Text
@@ -32,6 +33,7 @@ def _digit_bindings(action: str, description: str) -> list[Binding]:
 
 
 class WalkScreen(Screen):
+    CSS_PATH = str(Path(__file__).with_name("walk.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
         *_digit_bindings("answer", "answer"),
         *_digit_bindings("copy", "copy"),

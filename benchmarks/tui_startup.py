@@ -1,0 +1,85 @@
+"""Time from process start to the first painted home screen, against a minimal Textual app.
+
+Each app exits itself on Textual's `Ready` event (sent once the first frame is displayed), runs
+headless in its own interpreter, and the two are timed alternately over N runs; medians are
+compared. Budget (DESIGN.md): at most 1.15x the minimal app.
+
+    .venv/bin/python benchmarks/tui_startup.py [--runs N] [--trees DIR ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+MINIMAL = """
+from textual.app import App
+from textual.widgets import Footer, Static
+
+class Minimal(App):
+    def compose(self):
+        yield Static("hello")
+        yield Footer()
+
+    def on_ready(self):
+        self.exit()
+
+Minimal().run(headless=True)
+"""
+
+TRAINMEDIC = """
+import sys
+from trainmedic.tui.app import TrainmedicApp
+from trainmedic.tui.launch import build_home_app
+
+class Timed(TrainmedicApp):
+    def on_ready(self):
+        self.painted = type(self.screen).__name__
+        self.exit()
+
+app = build_home_app(sys.argv[1:], app_class=Timed)
+app.run(headless=True)
+print(app.painted)
+"""
+
+
+def time_once(code: str, args: list[str], env: dict[str, str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"benchmark app failed:\n{proc.stderr[-2000:]}")
+    return elapsed, proc.stdout.strip()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--trees", action="append", default=[])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as state:
+        env = {**os.environ, "XDG_STATE_HOME": state}  # no saved walks to read
+        time_once(MINIMAL, [], env)  # warm the file cache for both
+        _, painted = time_once(TRAINMEDIC, args.trees, env)
+        if painted != "HomeScreen":
+            raise SystemExit(f"first painted screen was {painted}, not HomeScreen")
+        minimal: list[float] = []
+        ours: list[float] = []
+        for _ in range(args.runs):
+            minimal.append(time_once(MINIMAL, [], env)[0])
+            ours.append(time_once(TRAINMEDIC, args.trees, env)[0])
+    m, o = statistics.median(minimal), statistics.median(ours)
+    print(f"minimal Textual app : median {m * 1000:7.1f} ms over {args.runs} runs")
+    print(f"trainmedic home     : median {o * 1000:7.1f} ms over {args.runs} runs")
+    print(f"ratio               : {o / m:.3f}x (budget 1.15x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
