@@ -112,7 +112,9 @@ class TriageScreen(Screen):
             label.append(f"{f['link']}  ", style="bold")
             label.append(f["summary"])
             if f["evidence"]:
-                label.append(f"\n   {f['evidence'][0]}", style="dim")
+                first = " ".join(f["evidence"][0].split())
+                label.append(f"\n   {first[:117] + '…' if len(first) > 118 else first}",
+                             style="dim")
             options.add_option(Option(label))
         options.highlighted = 0
         options.focus()

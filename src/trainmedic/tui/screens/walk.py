@@ -96,18 +96,23 @@ class WalkScreen(Screen):
                          classes="hint")
 
     def _answer_options(self, question: Question) -> list[Option]:
+        """One option per answer: its key in a narrow column, the text wrapped beside it."""
+        from rich.table import Table
+
         suggested, _ = self.session.suggestion()
         options = []
         for i, answer in enumerate(question.answers):
-            label = Text()
-            label.append(f"{i + 1}  ", style="bold")
-            label.append(str(answer.text))
+            label = Text(str(answer.text))
             if i == suggested:
                 label.append("  ★ suggested", style="bold green")
             ref = self.session.forest.resolve(self.session.current.tree, answer.goto)
             if ref is not None and ref.tree != self.session.current.tree:
                 label.append(f"  ↪ {ref}", style="dim")
-            options.append(Option(label, id=f"answer-{i}"))
+            row = Table.grid(padding=(0, 1), expand=True)
+            row.add_column(width=2, no_wrap=True)
+            row.add_column(ratio=1)
+            row.add_row(Text(str(i + 1), style="bold"), label)
+            options.append(Option(row, id=f"answer-{i}"))
         return options
 
     def _compose_fix(self, fix: Fix) -> ComposeResult:
