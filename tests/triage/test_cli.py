@@ -51,14 +51,23 @@ def test_stdin_and_human_output_ends_with_walk_command():
     assert out[-1] == "Continue with: trainmedic walk nccl-hang#collective-mismatch"
 
 
-def test_triage_never_imports_textual():
+def imported_modules(*args: str) -> list[str]:
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "trainmedic", "triage",
-         str(FIXTURES / "oom_fragmentation.log")],
+        [sys.executable, "-X", "importtime", "-m", "trainmedic", "triage", *args],
         capture_output=True, timeout=60,
     )
     assert proc.returncode == 1
-    imported = [line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()
-                if line.startswith("import time:")]
+    return [line.split("|")[-1].strip() for line in proc.stderr.decode().splitlines()
+            if line.startswith("import time:")]
+
+
+def test_triage_never_imports_textual():
+    imported = imported_modules(str(FIXTURES / "oom_fragmentation.log"))
     assert "trainmedic.triage.scanner" in imported  # the measurement itself works
     assert not [m for m in imported if m.split(".")[0] == "textual"]
+
+
+def test_json_output_does_not_even_import_rich():
+    imported = imported_modules(str(FIXTURES / "oom_fragmentation.log"), "--json")
+    assert "trainmedic.triage.scanner" in imported
+    assert not [m for m in imported if m.split(".")[0] in ("rich", "textual")]

@@ -118,8 +118,7 @@ class Scanner:
         self.known_ranks: set[int] = set()
         self.candidate_lines = 0
         self.files: list[str] = []
-        self._redact = _redactor()
-        self._source_idx = 0
+        self.redact = _redactor()
         self._loss_marks = (0, 0, 0, 0)
         self._started_in_source = False
         self._progress_in_source = False
@@ -241,10 +240,10 @@ class Scanner:
         order = (idx, lineno)
         hit.first_order = min(hit.first_order, order)
         if len(hit.evidence) < MAX_EVIDENCE:
-            hit.evidence.append((source.name, lineno, self._redact(text.strip())[:2000], rank))
+            hit.evidence.append((source.name, lineno, self.redact(text.strip())[:2000], rank))
         elif rank is not None and all(e[3] != rank for e in hit.evidence) and len(hit.ranks) <= 2:
             # keep one line of a second rank so the evidence shows who else saw it
-            hit.evidence[-1] = (source.name, lineno, self._redact(text.strip())[:2000], rank)
+            hit.evidence[-1] = (source.name, lineno, self.redact(text.strip())[:2000], rank)
 
     def _loss_evidence(self, text: str, source: Source, lineno: int, recent: list[str]) -> None:
         a = self.loss.analysis
@@ -263,7 +262,7 @@ class Scanner:
                     hit.first_time, hit.time_has_year, _ = _time_of(recent)
                 hit.count += 1
                 if len(hit.evidence) < MAX_EVIDENCE:
-                    hit.evidence.append((source.name, lineno, self._redact(text.strip())[:2000],
+                    hit.evidence.append((source.name, lineno, self.redact(text.strip())[:2000],
                                          None))
         self._loss_marks = marks
 
