@@ -126,3 +126,15 @@ def test_series_is_downsampled_to_a_bound_and_keeps_the_spike():
 
 def test_sparkline_marks_nan():
     assert sparkline([1.0, float("nan"), 2.0], width=3) == "▁!█"
+
+
+def test_fp16_skipped_interval_without_loss_is_not_nan():
+    lines = [megatron_line(i + 1, v) for i, v in enumerate(decline(50))]
+    skipped = megatron_line(51, 2.0, skipped=1).replace("| lm loss: 2.000000E+00 ", "")
+    assert "lm loss" not in skipped
+    report = triage_text("\n".join([*lines, skipped]))
+    assert report.loss.missing_loss_steps == 0 and report.findings == []
+    vanished = megatron_line(52, 2.0).replace("| lm loss: 2.000000E+00 ", "")
+    report = triage_text("\n".join([*lines, skipped, vanished]))
+    assert report.loss.missing_loss_steps == 1
+    assert report.findings[0].link == "loss-spike#nan-loss"

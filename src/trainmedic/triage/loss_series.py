@@ -113,6 +113,7 @@ class LossAnalysis:
     skipped_iterations: int = 0  # Megatron "number of skipped iterations" summed / DS skipped
     nan_iterations: int = 0
     overflow_events: int = 0
+    missing_loss_steps: int = 0  # Megatron lines whose loss vanished (NaN averages are omitted)
     save_interval: int | None = None
     saves: list[int] = field(default_factory=list)
     source: str | None = None  # which format was parsed
@@ -160,6 +161,7 @@ class LossAnalysis:
                            "last": self.loss_scale_last, "collapsed": self.loss_scale_collapsed},
             "skipped_iterations": self.skipped_iterations, "nan_iterations": self.nan_iterations,
             "overflow_events": self.overflow_events, "save_interval": self.save_interval,
+            "missing_loss_steps": self.missing_loss_steps,
             "saves": self.saves[-20:],
         }
 
@@ -221,6 +223,7 @@ class LossTracker:
         self._grad = _Robust(GRAD_SIGMAS, GRAD_MIN_RATIO)
         self._open: Spike | None = None
         self._hf_index = 0
+        self._had_loss = False
         self._last_step = -1
 
     # ---- parsing -------------------------------------------------------------------------
@@ -289,7 +292,14 @@ class LossTracker:
         if grad is not None:
             self.grad(step, _f(grad))
         if loss is not None:
+            self._had_loss = True
             self.point(step, _f(loss))
+        elif self._had_loss and not skipped:
+            # Megatron prints a loss only if its average is > 0: a NaN average is silently
+            # omitted, so a step that lost its "lm loss" field is a NaN step (unless the whole
+            # interval was skipped by the fp16 scaler, which also leaves no loss to print).
+            a.missing_loss_steps += 1
+            self.point(step, math.nan)
 
     def _hf(self, loss: str, rest: str) -> None:
         a = self.analysis

@@ -168,6 +168,9 @@ def _nan_summary(loss: LossAnalysis) -> str:
     if loss.nan_count:
         first = loss.nan_steps[0] if loss.nan_steps else "?"
         parts.append(f"NaN/inf loss at {loss.nan_count} logged steps (first {first})")
+    if loss.missing_loss_steps:
+        parts.append(f"{loss.missing_loss_steps} Megatron iteration lines lost their loss field "
+                     "(Megatron omits a NaN average)")
     if loss.grad_norm_nan_count:
         parts.append(f"grad norm NaN/inf at {loss.grad_norm_nan_count} steps")
         if loss.last_loss == 0.0:
