@@ -53,6 +53,7 @@ class WalkScreen(Screen):
         self.session = session
         self.running: list[str] = []
         self.asked: set[str] = set()
+        self.suggested_index: int | None = None  # what the answers list marks right now
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -100,6 +101,7 @@ class WalkScreen(Screen):
         from rich.table import Table
 
         suggested, _ = self.session.suggestion()
+        self.suggested_index = suggested
         options = []
         for i, answer in enumerate(question.answers):
             label = Text(str(answer.text))
