@@ -17,9 +17,13 @@ _SECRET_WORDS = re.compile(
     r"|(?:^|[_.-])KEY(?:$|[_.-])|(?:^|[_.-])PWD(?:$|[_.-])|COOKIE|SESSION_?ID",
     re.IGNORECASE,
 )
-# Names that contain a secret word but hold nothing secret (tokenizer settings are everywhere
-# in training environments).
-_NOT_SECRET = re.compile(r"TOKENIZER|AUTHOR", re.IGNORECASE)
+# Names that contain a secret word but hold nothing secret: tokenizer settings and token counts
+# are everywhere in training logs (Megatron prints "consumed tokens: 88899584").
+_NOT_SECRET = re.compile(
+    r"TOKENIZ|AUTHOR|TOKENS(?![A-Za-z])|TOKEN_?IDS?(?![A-Za-z])"
+    r"|(?:PAD|EOS|BOS|UNK|SEP|CLS|MASK)_?TOKEN",
+    re.IGNORECASE,
+)
 
 _URL_CREDENTIALS = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s:@]+:[^/\s@]+@")
 _BEARER = re.compile(r"(?i)\b(bearer|token|basic)\s+[A-Za-z0-9._~+/=\-]{8,}")

@@ -53,3 +53,12 @@ def test_redact_text_is_idempotent_and_handles_empty():
     assert once == f"PASSWORD={REDACTED}"
     assert redact_text(once) == once
     assert redact_text("") == ""
+
+
+def test_token_counts_and_special_tokens_are_not_secrets():
+    """Megatron and HF print token counts and special tokens; redacting them hides evidence."""
+    line = (" iteration     1000/  500000 | consumed samples: 1024000 | consumed tokens: "
+            "88899584 | lm loss: 2.1E+00 | eos_token: </s> | tokens_per_sec=1234")
+    assert redact_text(line) == line
+    assert redact_text("api_token: s3cr3t HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz") == (
+        "api_token: <redacted> HF_TOKEN=<redacted>")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import BinaryIO
 
+from trainmedic.redact import redact_text
 from trainmedic.triage import lineinfo
 from trainmedic.triage.loss_series import LossTracker
 from trainmedic.triage.rank_compare import RankCompare
@@ -61,29 +62,6 @@ def _mib(groups: tuple[str | None, ...]) -> float | None:
     return round(float(vals[0]) * _UNITS[vals[1]], 2)
 
 
-_METRIC_LINE = re.compile(
-    r"\biteration\s+\d+\s*/\s*\d+\s*\||^\s*\{'(?:loss|eval_loss|train_runtime)'"
-)
-
-
-def _redactor():
-    """`trainmedic.redact.redact_text` when the probes package provides it, else identity.
-
-    Metric lines (Megatron iteration lines, HF Trainer log dicts) are machine-formatted numbers:
-    they are passed through, because `consumed tokens: 88899584` looks like a secret-named
-    assignment to a generic redactor.
-    """
-    try:
-        from trainmedic.redact import redact_text
-    except ImportError:  # pragma: no cover - depends on another engineer's module
-        return lambda text: text
-
-    def redact(text: str) -> str:
-        return text if _METRIC_LINE.search(text) else redact_text(text)
-
-    return redact
-
-
 @dataclass
 class Hit:
     """Aggregated matches of one signature (and resolved node)."""
@@ -118,7 +96,7 @@ class Scanner:
         self.known_ranks: set[int] = set()
         self.candidate_lines = 0
         self.files: list[str] = []
-        self.redact = _redactor()
+        self.redact = redact_text
         self._loss_marks = (0, 0, 0, 0)
         self._started_in_source = False
         self._progress_in_source = False
