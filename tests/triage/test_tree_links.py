@@ -7,12 +7,13 @@ from pathlib import Path
 import pytest
 import yaml
 
+from trainmedic.triage.scanner import XID_NODES
 from trainmedic.triage.signatures import DERIVED, SIGNATURES
 
 TREES = Path(__file__).resolve().parents[2] / "trees"
 # nodes chosen at scan time from the message's numbers (OOM sizes, Xid code)
-DYNAMIC = [("oom", "fragmentation"), ("oom", "other-process"), ("hardware", "fallen-off-bus"),
-           ("hardware", "ecc"), ("oom", "first-iteration"), ("triage", None)]
+DYNAMIC = [("oom", "fragmentation"), ("oom", "other-process"), ("oom", "first-iteration"),
+           ("triage", None)] + [("hardware", node) for node in sorted(set(XID_NODES.values()))]
 
 
 def emitted_links() -> set[tuple[str, str | None]]:
@@ -28,3 +29,14 @@ def test_every_link_resolves():
     missing = [f"{t}#{n}" if n else t for t, n in sorted(emitted_links(), key=str)
                if t not in forest or (n is not None and n not in forest[t])]
     assert missing == []
+
+
+@pytest.mark.parametrize(("code", "node"), [(79, "fallen-off-bus"), (48, "ecc"), (74, "nvlink"),
+                                            (119, "gsp"), (13, "app-fault"), (61, "gpu-reset"),
+                                            (999, "xid")])
+def test_xid_code_picks_the_hardware_node(code: int, node: str) -> None:
+    from trainmedic.triage import triage_text
+
+    line = f"[Mon Nov 30 03:12:44 2026] NVRM: Xid (PCI:0000:2b:00): {code}, pid=4242, name=python"
+    finding = triage_text(line).findings[0]
+    assert (finding.tree, finding.node) == ("hardware", node)

@@ -36,7 +36,16 @@ from trainmedic.triage.sources import (
 
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
-ECC_XIDS = {48, 63, 64, 92, 94, 95, 140}
+# Xid code -> the hardware tree's node for it (NVIDIA's Xid catalogue, research §3f); codes
+# not listed stay at the `xid` question.
+XID_NODES: dict[int, str] = {
+    **dict.fromkeys((13, 31, 43), "app-fault"),
+    79: "fallen-off-bus",
+    **dict.fromkeys((48, 63, 64, 92, 94, 95), "ecc"),
+    **dict.fromkeys((74, 144, 145, 146, 147, 148, 149, 150), "nvlink"),
+    **dict.fromkeys((119, 120), "gsp"),
+    **dict.fromkeys((8, 46, 61, 62, 140, 143, 154), "gpu-reset"),
+}
 
 _SIZE = r"(\d+(?:\.\d+)?) ?(bytes|KiB|MiB|GiB|TiB)"
 _UNITS = {"bytes": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
@@ -178,10 +187,7 @@ class Scanner:
         elif sig.id == "xid":
             m = _XID.search(text)
             code = int(m.group(2)) if m else None
-            if code == 79:
-                node = "fallen-off-bus"
-            elif code in ECC_XIDS:
-                node = "ecc"
+            node = XID_NODES.get(code, node) if code is not None else node
             details = {"codes": [code] if code is not None else [],
                        "pci": [m.group(1)] if m else []}
         elif sig.id == "lagging-ranks":
