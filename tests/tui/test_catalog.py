@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import time
 
-from conftest import FIXTURES
+from tui_helpers import FIXTURES
 
 from trainmedic.trees import builtin_tree_dir, load_forest
 from trainmedic.tui import catalog

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import HangingProbes, gpu_full, make_app, run
 from textual import events
 from textual.widgets import OptionList, Static, Tree
+from tui_helpers import HangingProbes, gpu_full, make_app, run
 
 from trainmedic.state import list_walks, walks_dir
 from trainmedic.tui.screens.browse import BrowseScreen
@@ -124,9 +124,9 @@ def test_ui_keeps_responding_while_a_probe_hangs():
             async with app.run_test() as pilot:
                 await pilot.press(*"memory", "enter")
                 await pilot.pause(0.2)
-                assert probes.calls == [["gpu"]]
+                assert probes.calls == [["memory", "gpu"]]
                 panel = str(app.screen.query_one(EvidencePanel).render())
-                assert "running gpu" in panel
+                assert "running memory, gpu" in panel
                 await pilot.press("1")
                 await pilot.pause()
                 assert _current(app) == "mem#shrink"
@@ -336,4 +336,39 @@ def test_home_filter_edits_with_backspace_and_paste():
             await pilot.press("down", "up", "enter")
             await pilot.pause()
             assert _current(app) == "mem#when"
+    run(go())
+
+
+MEGATRON_70B = ("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 80 --hidden-size 8192 "
+                "--num-attention-heads 64 --ffn-hidden-size 28672 --seq-length 4096 "
+                "--micro-batch-size 1 --global-batch-size 128 --bf16 --vocab-size 128256")
+
+
+def test_launch_command_feeds_the_memory_estimate():
+    async def go():
+        calls = []
+
+        def runner(names):
+            calls.append(list(names))
+            return []
+
+        app = make_app(probe_runner=runner)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press(*"memory", "enter")
+            await pilot.pause(0.2)
+            assert calls == [["memory", "gpu"]]  # no launch command yet: the plain probes
+            await pilot.press("m")
+            await pilot.pause()
+            app.screen.query_one("#launch-text").text = MEGATRON_70B
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert calls == [["memory", "gpu"]]  # memory came from the pasted command
+            session = app.screen.session
+            assert session.launch_command == MEGATRON_70B
+            memory = next(p for p in session.probes if p["name"] == "memory")
+            assert memory["facts"]["fits"] is False
+            assert app.screen.suggested_index == 0
+            assert list_walks()[0][0].data["launch_command"] == MEGATRON_70B
     run(go())

@@ -6,7 +6,7 @@ Regenerate after an intended change with `.venv/bin/pytest tests/tui --snapshot-
 from __future__ import annotations
 
 import pytest
-from conftest import gpu_full, make_app
+from tui_helpers import gpu_full, make_app
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 

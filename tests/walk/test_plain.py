@@ -59,7 +59,7 @@ def test_plain_shows_probe_suggestion(forest):
     from trainmedic.probes.base import ProbeResult
 
     def fake_runner(names):
-        assert names == ["gpu"]
+        assert names == ["memory", "gpu"]
         return [ProbeResult("gpu", "warn", "full", facts={"max_memory_fraction": 0.97},
                             evidence={"max_memory_fraction": "GPU 1: 78 of 80 GiB used"})]
 

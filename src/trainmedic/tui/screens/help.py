@@ -36,6 +36,7 @@ def help_table() -> Table:
     from trainmedic.tui.app import TrainmedicApp
     from trainmedic.tui.screens.browse import BrowseScreen
     from trainmedic.tui.screens.home import HomeScreen
+    from trainmedic.tui.screens.launch import LaunchCommandScreen
     from trainmedic.tui.screens.probes import ProbesScreen
     from trainmedic.tui.screens.triage import TriageScreen
     from trainmedic.tui.screens.walk import WalkScreen
@@ -53,6 +54,7 @@ def help_table() -> Table:
         ("Browse", BrowseScreen.BINDINGS),
         ("Log triage", TriageScreen.BINDINGS),
         ("Probes", ProbesScreen.BINDINGS),
+        ("Launch command", LaunchCommandScreen.BINDINGS),
     ]
     for title, bindings in sections:
         table.add_row(f"[reverse] {title} [/]", "")

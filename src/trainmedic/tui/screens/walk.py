@@ -32,6 +32,23 @@ def _digit_bindings(action: str, description: str) -> list[Binding]:
                       for n in range(2, 10)]
 
 
+def _run_with_launch(runner: Any, names: list[str], launch_command: str) -> list[Any]:
+    """Run probes; with a launch command known, `memory` estimates that command instead of
+    reading TRAINMEDIC_LAUNCH_SCRIPT (in this worker thread: it may parse a long script)."""
+    if "memory" not in names or not launch_command.strip():
+        return runner(names)
+    try:
+        from trainmedic.probes.memory_estimate import from_text
+    except ImportError:
+        return runner(names)
+    from trainmedic.tui.screens.launch import read_launch_text
+
+    others = [n for n in names if n != "memory"]
+    results = list(runner(others)) if others else []
+    text, source = read_launch_text(launch_command)
+    return [*results, from_text(text, source)]
+
+
 class WalkScreen(Screen):
     CSS_PATH = str(Path(__file__).with_name("walk.tcss"))
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -43,6 +60,7 @@ class WalkScreen(Screen):
         Binding("r", "restart", "restart"),
         Binding("u", "return", "return"),
         Binding("p", "rerun_probes", "probes"),
+        Binding("m", "launch_command", "launch"),
         Binding("o", "browse", "browse"),
         Binding("h", "home", "home"),
         Binding("question_mark", "app.help", "help", key_display="?"),
@@ -198,8 +216,8 @@ class WalkScreen(Screen):
         self.asked.update(wanted)
         self.running.extend(wanted)
         self._update_evidence()
-        self.run_worker(partial(runner, wanted), thread=True, group="probes",
-                        name=",".join(wanted), exit_on_error=False)
+        self.run_worker(partial(_run_with_launch, runner, wanted, self.session.launch_command),
+                        thread=True, group="probes", name=",".join(wanted), exit_on_error=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker = event.worker
@@ -233,6 +251,8 @@ class WalkScreen(Screen):
             return s.fix is not None and bool(s.steps)
         if action == "return":
             return bool(s.stack)
+        if action == "launch_command":
+            return s.question is not None and "memory" in s.question.probes
         if action == "rerun_probes":
             return s.question is not None and bool(s.question.probes) \
                 and self.app.probe_runner is not None  # type: ignore[attr-defined]
@@ -271,6 +291,19 @@ class WalkScreen(Screen):
 
     def action_rerun_probes(self) -> None:
         self._start_probes(again=True)
+
+    def action_launch_command(self) -> None:
+        from trainmedic.tui.screens.launch import LaunchCommandScreen
+
+        def done(text: str | None) -> None:
+            if text is None:
+                return
+            self.session.launch_command = text.strip()
+            self.app.save_session(self.session)  # type: ignore[attr-defined]
+            self.asked.discard("memory")
+            self._start_probes()
+
+        self.app.push_screen(LaunchCommandScreen(self.session.launch_command), done)
 
     def action_browse(self) -> None:
         self.app.open_browse(self.session.current)  # type: ignore[attr-defined]
