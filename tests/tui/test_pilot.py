@@ -372,3 +372,16 @@ def test_launch_command_feeds_the_memory_estimate():
             assert app.screen.suggested_index == 0
             assert list_walks()[0][0].data["launch_command"] == MEGATRON_70B
     run(go())
+
+
+def test_filter_puts_the_tree_named_first():
+    async def go():
+        app = make_app()
+        async with app.run_test() as pilot:
+            await pilot.press("m")  # hang matches too ("making") and is listed before mem
+            await pilot.pause()
+            assert _shown(app)[:2] == ["tree:mem", "tree:hang"]
+            await pilot.press("enter")
+            await pilot.pause()
+            assert _current(app) == "mem#when"
+    run(go())

@@ -129,8 +129,20 @@ class HomeScreen(Screen):
         self.apply_filter(text)
 
     def apply_filter(self, query: str) -> None:
+        """Entries holding every word; a tree whose id is the query (or starts it) comes first."""
         words = query.lower().split()
-        self.shown = [e for e in self.entries if all(w in e.haystack for w in words)]
+        matches = [e for e in self.entries if all(w in e.haystack for w in words)]
+        needle = query.strip().lower()
+
+        def rank(entry: Entry) -> int:
+            name = entry.key.partition(":")[2]
+            if needle and name == needle:
+                return 0
+            if needle and name.startswith(needle):
+                return 1
+            return 2
+
+        self.shown = sorted(matches, key=rank)  # stable: the list order otherwise
         options = self.query_one("#entries", OptionList)
         options.clear_options()
         options.add_options([Option(e.label, id=e.key) for e in self.shown])

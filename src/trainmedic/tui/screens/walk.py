@@ -184,7 +184,8 @@ class WalkScreen(Screen):
 
     def _focus_main(self) -> None:
         if self.session.question is not None:
-            self.query_one("#answers", OptionList).focus()
+            self.query_one("#answers", OptionList).focus(scroll_visible=False)
+            self.query_one("#main", VerticalScroll).scroll_home(animate=False)
         else:
             blocks = self.query(CodeBlock)
             if blocks:
