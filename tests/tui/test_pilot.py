@@ -385,3 +385,23 @@ def test_filter_puts_the_tree_named_first():
             await pilot.pause()
             assert _current(app) == "mem#when"
     run(go())
+
+
+def test_app_started_on_a_resumed_walk_and_home_key():
+    from trainmedic.walk import WalkSession
+
+    async def go():
+        app = make_app()
+        session = WalkSession(app.forest, "mem")
+        session.answer(0)
+        app = make_app(session=WalkSession.from_dict(app.forest, session.to_dict()))
+        async with app.run_test() as pilot:
+            await pilot.pause()
+            assert _current(app) == "mem#shrink"
+            await pilot.press("2")
+            await pilot.pause()
+            await pilot.press("h")
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen)
+            assert any(key.startswith("walk:") for key in _shown(app))
+    run(go())

@@ -144,3 +144,9 @@ def test_walk_command_line_does_not_import_textual(tmp_path):
                           text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "Fix: Find what keeps tensors alive" in proc.stdout
+
+
+def test_walk_without_a_terminal_falls_back_to_plain(monkeypatch, capsys, no_builtin):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("2\n"))
+    assert main([*no_builtin, "walk", "hang", "--no-probes"]) == 0
+    assert "Fix: Make every rank call the same collectives" in capsys.readouterr().out
