@@ -60,7 +60,7 @@ def time_once(code: str, args: list[str], env: dict[str, str]) -> tuple[float, s
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--trees", action="append", default=[])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as state:
@@ -75,9 +75,13 @@ def main() -> int:
             minimal.append(time_once(MINIMAL, [], env)[0])
             ours.append(time_once(TRAINMEDIC, args.trees, env)[0])
     m, o = statistics.median(minimal), statistics.median(ours)
-    print(f"minimal Textual app : median {m * 1000:7.1f} ms over {args.runs} runs")
-    print(f"trainmedic home     : median {o * 1000:7.1f} ms over {args.runs} runs")
-    print(f"ratio               : {o / m:.3f}x (budget 1.15x)")
+    print(f"minimal Textual app : median {m * 1000:7.1f} ms, best {min(minimal) * 1000:7.1f} ms "
+          f"over {args.runs} runs")
+    print(f"trainmedic home     : median {o * 1000:7.1f} ms, best {min(ours) * 1000:7.1f} ms "
+          f"over {args.runs} runs")
+    # The best-of ratio is printed too: on a shared, busy machine it moves less than the median.
+    print(f"ratio               : {o / m:.3f}x median (budget 1.15x), "
+          f"{min(ours) / min(minimal):.3f}x best-of")
     return 0
 
 
