@@ -39,7 +39,10 @@ from trainmedic.tui.launch import build_home_app
 
 class Timed(TrainmedicApp):
     def on_ready(self):
-        self.painted = type(self.screen).__name__
+        from textual.widgets import OptionList
+
+        entries = self.screen.query_one(OptionList).option_count
+        self.painted = f"{type(self.screen).__name__}:{entries}"
         self.exit()
 
 app = build_home_app(sys.argv[1:], app_class=Timed)
@@ -67,8 +70,9 @@ def main() -> int:
         env = {**os.environ, "XDG_STATE_HOME": state}  # no saved walks to read
         time_once(MINIMAL, [], env)  # warm the file cache for both
         _, painted = time_once(TRAINMEDIC, args.trees, env)
-        if painted != "HomeScreen":
-            raise SystemExit(f"first painted screen was {painted}, not HomeScreen")
+        screen, _, entries = painted.partition(":")
+        if screen != "HomeScreen" or int(entries or 0) == 0:
+            raise SystemExit(f"first painted frame was {painted}, not the filled home screen")
         minimal: list[float] = []
         ours: list[float] = []
         for _ in range(args.runs):
