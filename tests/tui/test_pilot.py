@@ -405,3 +405,21 @@ def test_app_started_on_a_resumed_walk_and_home_key():
             assert isinstance(app.screen, HomeScreen)
             assert any(key.startswith("walk:") for key in _shown(app))
     run(go())
+
+
+def test_command_palette_offers_the_screen_actions():
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.press(*"memory", "enter", "1")
+            await pilot.pause()
+            titles = [c.title for c in app.get_system_commands(app.screen)]
+            assert {"Back", "Restart", "Browse", "Home", "Log triage"} <= set(titles)
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*"restart")
+            await pilot.pause(0.5)
+            await pilot.press("enter")
+            await pilot.pause(0.3)
+            assert _current(app) == "mem#when"
+    run(go())

@@ -152,6 +152,10 @@ class HomeScreen(Screen):
 
     def _show_detail(self) -> None:
         entry = self.current_entry()
+        key = entry.key if entry is not None else None
+        if key == getattr(self, "_detail_key", ...):
+            return  # unchanged: a needless update would cost a layout pass (and startup time)
+        self._detail_key = key
         detail = self.query_one("#detail", Static)
         if entry is None:
             detail.update(Text("Nothing matches the filter. escape clears it.", style="dim"))
