@@ -254,7 +254,7 @@ def test_triage_finding_starts_walk_with_evidence():
             assert isinstance(app.screen, TriageScreen)
             await pilot.press(*"rank3.log", "enter")
             await pilot.pause(0.3)
-            assert [p.name for p in fake.paths] == ["rank3.log"]
+            assert fake.paths == ["rank3.log"]
             await pilot.press("enter")
             await pilot.pause()
             assert _current(app) == "hang#collective"
@@ -422,4 +422,26 @@ def test_command_palette_offers_the_screen_actions():
             await pilot.press("enter")
             await pilot.pause(0.3)
             assert _current(app) == "mem#when"
+    run(go())
+
+
+def test_triage_error_is_shown_not_raised():
+    from trainmedic.errors import UsageError
+
+    class Broken(FakeTriage):
+        def triage_paths(self, paths):
+            raise UsageError(f"{paths[0]}: no such file or folder")
+
+    async def go():
+        app = make_app(triage_api=Broken())
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("ctrl+t")
+            await pilot.pause()
+            await pilot.press(*"nope.log", "enter")
+            await pilot.pause(0.3)
+            status = str(app.screen.query_one("#triage-status", Static).render())
+            assert "triage failed: nope.log: no such file or folder" in status
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen)
     run(go())

@@ -77,9 +77,13 @@ class TriageScreen(Screen):
         if not path and not text.strip():
             status.update(Text("Give a log path or paste an error first.", style="yellow"))
             return
+        if path == "-":
+            status.update(Text("stdin is this terminal: give a log file or folder, or paste.",
+                               style="yellow"))
+            return
         status.update(Text("analysing…", style="italic"))
         if path:
-            work = lambda: api.triage_paths([Path(path).expanduser()])  # noqa: E731
+            work = lambda: api.triage_paths([str(Path(path).expanduser())])  # noqa: E731
         else:
             work = lambda: api.triage_text(text)  # noqa: E731
         self.run_worker(work, thread=True, group="triage", exit_on_error=False, exclusive=True)
