@@ -66,6 +66,9 @@ def print_question(console, session: WalkSession, suggested: int | None,
         line.append(str(answer.text))
         if i == suggested:
             line.append("  (suggested)", style="bold green")
+        ref = session.forest.resolve(session.current.tree, answer.goto)
+        if ref is not None and ref.tree != session.current.tree:
+            line.append(f"  -> {ref}", style="dim")
         console.print(line)
     for item in evidence:
         console.print(Text(f"     evidence: {item}", style="green"))
@@ -117,7 +120,8 @@ def run_plain(session: WalkSession, stdin: IO[str], stdout: IO[str], *,
             refresh_probes(session, probe_runner, asked)
             suggested, evidence = session.suggestion()
             print_question(console, session, suggested, evidence)
-            prompt = f"answer [1-{len(node.answers)}, b back, r restart, q quit]: "
+            back = ", u return" if session.stack else ""
+            prompt = f"answer [1-{len(node.answers)}, b back, r restart{back}, q quit]: "
         else:
             console.print()
             print_breadcrumb(console, session)
@@ -142,6 +146,8 @@ def run_plain(session: WalkSession, stdin: IO[str], stdout: IO[str], *,
                 break
             if choice in ("r", "restart"):
                 session.restart()
+                break
+            if choice in ("u", "return") and session.return_from_link():
                 break
             if isinstance(node, Question) and choice.isdigit() \
                     and 1 <= int(choice) <= len(node.answers):

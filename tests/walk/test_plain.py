@@ -41,6 +41,13 @@ def test_plain_back_restart_and_garbage(monkeypatch, capsys, no_builtin):
     assert data["stack"] == ["mem#when"]
 
 
+def test_plain_return_from_linked_tree(monkeypatch, capsys, no_builtin):
+    code, out = _plain(monkeypatch, capsys, no_builtin, "mem", "4\nu\nq\n")
+    assert code == 0 and "u return" in out.out
+    data = list_walks()[0][0].data
+    assert data["current"] == "mem#when" and data["stack"] == [] and data["steps"] == []
+
+
 def test_plain_eof_exits_cleanly_and_saves(monkeypatch, capsys, no_builtin):
     code, out = _plain(monkeypatch, capsys, no_builtin, "mem", "1\n")
     assert code == 0 and "Traceback" not in out.err
