@@ -445,3 +445,37 @@ def test_triage_error_is_shown_not_raised():
             await pilot.pause()
             assert isinstance(app.screen, HomeScreen)
     run(go())
+
+
+def test_home_lists_a_walk_left_with_escape():
+    async def go():
+        app = make_app()
+        async with app.run_test() as pilot:
+            await pilot.press(*"memory", "enter", "1", "escape", "escape")
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen)
+            assert not any(k.startswith("walk:") for k in _shown(app))  # filter still "memory"
+            await pilot.press("escape")
+            await pilot.pause()
+            assert any(k.startswith("walk:") for k in _shown(app))
+    run(go())
+
+
+def test_probes_screen_shows_each_probe():
+    from trainmedic.probes.base import ProbeResult
+
+    def runner(names):
+        assert names is None  # all probes
+        return [*gpu_full(), ProbeResult("infiniband", "unavailable", "ibstat not found")]
+
+    async def go():
+        app = make_app(probe_runner=runner)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            table = str(app.screen.query_one("#probe-table", Static).render())
+            assert "WARN gpu" in table and "GPU 3 at 99 % memory" in table
+            assert "n/a  infiniband" in table and "ibstat not found" in table
+    run(go())

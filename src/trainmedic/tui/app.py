@@ -176,10 +176,7 @@ class TrainmedicApp(App[int]):
 
     def go_home(self) -> None:
         while len(self.screen_stack) > 1:
-            self.pop_screen()
-        home = self.screen
-        if hasattr(home, "reload_walks"):
-            home.reload_walks()
+            self.pop_screen()  # the home screen refreshes its recent walks when it resumes
 
     def action_help(self) -> None:
         from trainmedic.tui.screens.help import HelpScreen

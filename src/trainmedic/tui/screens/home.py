@@ -61,6 +61,12 @@ class HomeScreen(Screen):
         self.reload_walks()
         self.query_one("#entries", OptionList).focus()
 
+    def on_screen_resume(self) -> None:
+        """Back from a walk (esc, h, or the palette): list it among the recent walks."""
+        if getattr(self, "_shown_once", False):
+            self.reload_walks()
+        self._shown_once = True
+
     # -- content ------------------------------------------------------------------------------
     def reload_walks(self) -> None:
         from trainmedic.state import list_walks
