@@ -46,6 +46,10 @@ class HomeScreen(Screen):
         Binding("ctrl+q", "app.quit", "quit", key_display="^q", priority=True),
     ]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._reported: set[object] = set()  # unreadable saved walks already notified
+
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("trainmedic", "bold"), "  from a dead or frozen training "
                                    "job to the fix"), id="titlebar")
@@ -73,8 +77,10 @@ class HomeScreen(Screen):
 
         walks, skipped = list_walks()
         for item in skipped:
-            self.app.notify(f"{item.path.name}: {item.reason}; skipped",
-                            title="Saved walk unreadable", severity="warning", timeout=6)
+            if item.path not in self._reported:  # once per file, not at every return to home
+                self._reported.add(item.path)
+                self.app.notify(f"{item.path.name}: {item.reason}; skipped",
+                                title="Saved walk unreadable", severity="warning", timeout=6)
         self.entries = self._tree_entries() + self._action_entries() + self._walk_entries(walks)
         self.apply_filter(self.filter_text)
 
