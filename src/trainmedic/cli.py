@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from trainmedic import __version__
-from trainmedic.errors import TrainmedicError
+from trainmedic.errors import TrainmedicError, UsageError
 
 # name -> (module under trainmedic.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -81,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         top = _top_parser().parse_args(head)
         if command is None:
+            if not (sys.stdin.isatty() and sys.stdout.isatty()) or os.environ.get("TERM") == "dumb":
+                raise UsageError("the app needs a terminal; in a pipe or a dumb terminal use "
+                                 "`trainmedic walk triage --plain` (or see `trainmedic --help`)")
             from trainmedic.tui.launch import run_home
 
             return run_home(trees=top.trees)
