@@ -58,3 +58,25 @@ def test_question_no_color(snap_compare, monkeypatch):
     app = make_app(probe_runner=gpu_full)
     assert app.no_color
     assert snap_compare(app, terminal_size=(80, 24), run_before=keys(*"memory", "enter"))
+
+
+@SIZES
+def test_cluster_view(snap_compare, size, monkeypatch):
+    from datetime import UTC, datetime
+
+    from tui_helpers import save_cluster_result
+
+    save_cluster_result()
+    monkeypatch.setattr("trainmedic.tui.screens.cluster._now",
+                        lambda: datetime(2026, 11, 29, 8, 12, tzinfo=UTC))
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    assert snap_compare(make_app(), terminal_size=size, run_before=keys(*"cluster", "enter"))
+
+
+@SIZES
+def test_triage_with_loss_curve(snap_compare, size):
+    import trainmedic.triage as triage
+
+    log = "tests/fixtures/tui/megatron_spike_synthesised.log"
+    app = make_app(triage_api=triage)
+    assert snap_compare(app, terminal_size=size, run_before=keys("ctrl+t", *log, "enter"))

@@ -6,6 +6,7 @@ injected, so tests drive the app with fake probes and the UI never waits on a re
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable
 from functools import partial
@@ -145,6 +146,12 @@ class TrainmedicApp(App[int]):
         if self._initial_session is not None:
             self.open_walk(self._initial_session)
 
+    def on_unmount(self) -> None:
+        """A cluster sweep still in flight would hold the exit for up to a node timeout."""
+        cluster = sys.modules.get("trainmedic.tui.screens.cluster")
+        if cluster is not None and "trainmedic.cluster.fanout" in sys.modules:
+            cluster.stop_sweeps()
+
     def open_walk(self, target: WalkSession | Ref | str, *, triage: dict | None = None) -> None:
         from trainmedic.tui.screens.walk import WalkScreen
         from trainmedic.walk import WalkSession
@@ -190,9 +197,26 @@ class TrainmedicApp(App[int]):
         self.push_screen(TriageScreen())
 
     def action_probes(self) -> None:
+        """All probes; opened from a walk, their results are attached to that walk."""
         from trainmedic.tui.screens.probes import ProbesScreen
 
-        self.push_screen(ProbesScreen())
+        self.push_screen(ProbesScreen(self._walk_in_view()))
+
+    def _walk_in_view(self) -> WalkSession | None:
+        """The session of the walk screen under any dialogs (the palette, help), or None."""
+        from textual.screen import ModalScreen
+
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, ModalScreen):
+                continue
+            return getattr(screen, "session", None) if type(screen).__name__ == "WalkScreen" \
+                else None
+        return None
+
+    def action_cluster(self) -> None:
+        from trainmedic.tui.screens.cluster import ClusterScreen
+
+        self.push_screen(ClusterScreen())
 
     # -- command palette ----------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -211,6 +235,8 @@ class TrainmedicApp(App[int]):
                                 partial(_run_action, active.node, binding.action))
         yield SystemCommand("Log triage", "Open a log or paste an error", self.action_triage)
         yield SystemCommand("Run probes", "Check this machine", self.action_probes)
+        yield SystemCommand("Cluster", "Last sweep of every node; run a new one",
+                            self.action_cluster)
         yield SystemCommand("Browse trees", "Every tree as an outline", self.open_browse)
 
 

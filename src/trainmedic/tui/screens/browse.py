@@ -37,6 +37,7 @@ class BrowseScreen(Screen):
         Binding("slash", "search", "search", key_display="/"),
         Binding("w", "walk", "walk from here"),
         Binding("e", "expand_all", "expand all"),
+        Binding("x", "export", "export"),
         Binding("escape", "leave", "back", key_display="esc"),
         Binding("question_mark", "app.help", "help", key_display="?"),
     ]
@@ -177,6 +178,26 @@ class BrowseScreen(Screen):
         if ref is not None:
             app: Any = self.app
             app.open_walk(ref)
+
+    def _tree_in_view(self) -> str | None:
+        """The tree under the cursor (its branch, or any node in it)."""
+        node = self.query_one("#outline", Tree).cursor_node
+        while node is not None:
+            if isinstance(node.data, Ref):
+                return node.data.tree
+            if node.children and isinstance(node.children[0].data, Ref):
+                return node.children[0].data.tree
+            node = node.parent
+        return None
+
+    def action_export(self) -> None:
+        from trainmedic.tui.screens.export import ExportScreen
+
+        tree_id = self._tree_in_view()
+        if tree_id is None:
+            self.notify("Move the cursor onto a tree first.", severity="warning")
+            return
+        self.app.push_screen(ExportScreen(self.forest, tree_id))
 
     def action_expand_all(self) -> None:
         node = self.query_one("#outline", Tree).cursor_node

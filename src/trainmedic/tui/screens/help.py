@@ -35,9 +35,12 @@ def _rows(bindings) -> list[tuple[str, str]]:
 def help_table() -> Table:
     from trainmedic.tui.app import TrainmedicApp
     from trainmedic.tui.screens.browse import BrowseScreen
+    from trainmedic.tui.screens.cluster import ClusterScreen
+    from trainmedic.tui.screens.export import ExportScreen
     from trainmedic.tui.screens.home import HomeScreen
     from trainmedic.tui.screens.launch import LaunchCommandScreen
     from trainmedic.tui.screens.probes import ProbesScreen
+    from trainmedic.tui.screens.report import ReportScreen
     from trainmedic.tui.screens.triage import TriageScreen
     from trainmedic.tui.screens.walk import WalkScreen
     from trainmedic.tui.widgets.codeblock import CodeBlock
@@ -52,6 +55,10 @@ def help_table() -> Table:
         ("Question / fix", [*WalkScreen.BINDINGS, *CodeBlock.BINDINGS,
                             Binding("enter", "", "choose the highlighted answer")]),
         ("Browse", BrowseScreen.BINDINGS),
+        ("Export runbook (browse x)", [*ExportScreen.BINDINGS,
+                                       Binding("enter", "", "write the file")]),
+        ("Incident report (fix i)", ReportScreen.BINDINGS),
+        ("Cluster", ClusterScreen.BINDINGS),
         ("Log triage", TriageScreen.BINDINGS),
         ("Probes", ProbesScreen.BINDINGS),
         ("Launch command", LaunchCommandScreen.BINDINGS),

@@ -42,6 +42,7 @@ class HomeScreen(Screen):
         Binding("ctrl+b", "browse", "browse"),
         Binding("ctrl+t", "triage", "triage"),
         Binding("ctrl+r", "probes", "probes"),
+        Binding("ctrl+n", "app.cluster", "cluster (nodes)", key_display="^n", show=False),
         Binding("f1", "app.help", "help", key_display="F1"),
         Binding("ctrl+q", "app.quit", "quit", key_display="^q", priority=True),
     ]
@@ -112,6 +113,7 @@ class HomeScreen(Screen):
             entry("action:triage", "Log triage", "open a log or paste an error; jump to the node"),
             entry("action:probes", "Run probes", "GPUs, environment, versions, Xid, network"),
             entry("action:browse", "Browse all trees", "read every tree as an outline, search"),
+            entry("action:cluster", "Cluster", "last sweep of every node: the one that differs"),
         ]
 
     def _walk_entries(self, walks) -> list[Entry]:
@@ -227,6 +229,8 @@ class HomeScreen(Screen):
             app.action_probes()
         elif entry.key == "action:browse":
             app.open_browse()
+        elif entry.key == "action:cluster":
+            app.action_cluster()
 
     def action_browse(self) -> None:
         entry = self.current_entry()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -16,6 +16,9 @@ from textual.worker import Worker, WorkerState
 
 from trainmedic.tui.widgets.evidence import STATUS_MARK
 
+if TYPE_CHECKING:
+    from trainmedic.walk import WalkSession
+
 
 class ProbesScreen(Screen):
     CSS_PATH = str(Path(__file__).with_name("triage.tcss"))
@@ -25,9 +28,15 @@ class ProbesScreen(Screen):
         Binding("question_mark", "app.help", "help", key_display="?"),
     ]
 
+    def __init__(self, session: WalkSession | None = None) -> None:
+        super().__init__()
+        self.session = session  # opened from a walk: results are attached to it and saved
+
     def compose(self) -> ComposeResult:
+        where = f"  attached to walk {self.session.id}" if self.session else ""
         yield Static(Text.assemble(("Probes", "bold"), "  this machine: GPUs, environment, "
-                                   "versions, kernel Xid, network"), id="titlebar")
+                                   "versions, kernel Xid, network", (where, "dim")),
+                     id="titlebar")
         with VerticalScroll(id="probe-results"):
             yield Static(id="probe-table")
         yield Footer(compact=True)
@@ -53,8 +62,12 @@ class ProbesScreen(Screen):
         if event.state == WorkerState.ERROR:
             table.update(Text(f"probes failed: {event.worker.error}", style="red"))
         elif event.state == WorkerState.SUCCESS:
+            results = list(event.worker.result or [])
+            if self.session is not None and results:
+                self.session.attach_probes(results)
+                self.app.save_session(self.session)  # type: ignore[attr-defined]
             text = Text()
-            for r in event.worker.result or []:
+            for r in results:
                 mark, style = STATUS_MARK.get(r.status, ("?   ", ""))
                 text.append(f"{mark} ", style=style)
                 text.append(f"{r.name:<14}", style="bold")

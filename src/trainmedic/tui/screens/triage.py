@@ -13,6 +13,8 @@ from textual.widgets import Footer, Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
+from trainmedic.tui.widgets.losscurve import LossCurve
+
 NOT_AVAILABLE = "triage not available in this build (trainmedic.triage has no triage_paths)"
 
 
@@ -51,10 +53,12 @@ class TriageScreen(Screen):
         yield Label("…or paste an error line or traceback")
         yield TextArea(id="paste", soft_wrap=True, show_line_numbers=False)
         yield Static(id="triage-status")
+        yield LossCurve(id="loss")
         yield OptionList(id="findings")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.query_one(LossCurve).show(None)
         status = self.query_one("#triage-status", Static)
         if self.app.triage_api is None:  # type: ignore[attr-defined]
             status.update(Text(NOT_AVAILABLE, style="yellow"))
@@ -98,6 +102,7 @@ class TriageScreen(Screen):
         if event.state != WorkerState.SUCCESS:
             return
         result = event.worker.result
+        self.query_one(LossCurve).show(getattr(result, "loss", None))
         findings = getattr(result, "findings", result) or []
         self.findings = [finding_to_dict(f) for f in findings]
         self.show_findings()

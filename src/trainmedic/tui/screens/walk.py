@@ -61,8 +61,11 @@ class WalkScreen(Screen):
         Binding("u", "return", "return"),
         Binding("p", "rerun_probes", "probes"),
         Binding("m", "launch_command", "launch"),
-        Binding("o", "browse", "browse"),
-        Binding("h", "home", "home"),
+        Binding("i", "report", "report"),
+        # In the palette and the help screen; hidden in the footer so it fits 80 columns.
+        Binding("ctrl+r", "app.probes", "all probes", key_display="^r", show=False),
+        Binding("o", "browse", "browse", show=False),
+        Binding("h", "home", "home", show=False),
         Binding("question_mark", "app.help", "help", key_display="?"),
     ]
 
@@ -159,8 +162,8 @@ class WalkScreen(Screen):
                     refs.append(f"  {r.url}", style="underline")
                 refs.append("\n")
             yield Static(refs, classes="refs")
-        yield Static(Text("n: this did not help (back to the last question)", style="dim"),
-                     classes="hint")
+        yield Static(Text("n: this did not help (back to the last question) · i: incident "
+                          "report", style="dim"), classes="hint")
 
     # -- lifecycle ----------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -252,6 +255,8 @@ class WalkScreen(Screen):
             return s.fix is not None and bool(s.steps)
         if action == "return":
             return bool(s.stack)
+        if action == "report":
+            return s.fix is not None
         if action == "launch_command":
             return s.question is not None and "memory" in s.question.probes
         if action == "rerun_probes":
@@ -305,6 +310,26 @@ class WalkScreen(Screen):
             self._start_probes()
 
         self.app.push_screen(LaunchCommandScreen(self.session.launch_command), done)
+
+    def action_report(self) -> None:
+        """The incident report of this walk (redacted by render_report), to read and save."""
+        from trainmedic.export.report import render_report
+        from trainmedic.tui.screens.report import ReportScreen
+
+        data = self.session.to_dict()
+        self.app.push_screen(ReportScreen(data, render_report(data, self.session.forest)))
+
+    def on_screen_resume(self) -> None:
+        """Back from the probes screen: its results are attached to the walk now."""
+        if not self.is_mounted or not hasattr(self, "suggested_index"):
+            return
+        self._update_evidence()
+        question = self.session.question
+        if question is not None:
+            answers = self.query_one("#answers", OptionList)
+            highlighted = answers.highlighted
+            answers.set_options(self._answer_options(question))
+            answers.highlighted = highlighted
 
     def action_browse(self) -> None:
         self.app.open_browse(self.session.current)  # type: ignore[attr-defined]

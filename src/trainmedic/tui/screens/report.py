@@ -1,0 +1,82 @@
+"""The incident report of the current walk: read it as Markdown, then save it where you like.
+
+The text comes from `trainmedic.export.report.render_report` (the same as `trainmedic report`),
+which redacts secrets, including the launch command; the screen shows nothing else.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Label, Markdown, Static
+
+from trainmedic.tui.savefile import SaveGuard, write_text
+
+
+def default_report_path(walk_id: str) -> str:
+    return f"./trainmedic-report-{walk_id}.md"
+
+
+class ReportScreen(Screen):
+    CSS_PATH = str(Path(__file__).with_name("report.tcss"))
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "save", key_display="^s", priority=True),
+        Binding("s", "save", "save", show=False),
+        Binding("tab", "focus_next", "switch view / file name", show=False),
+        Binding("escape", "leave", "back", key_display="esc"),
+        Binding("question_mark", "app.help", "help", key_display="?"),
+    ]
+
+    def __init__(self, session_data: dict[str, Any], markdown: str) -> None:
+        super().__init__()
+        self.session_data = session_data
+        self.markdown = markdown
+        self.saved_to: Path | None = None
+        self._guard = SaveGuard()
+
+    def compose(self) -> ComposeResult:
+        walk_id = str(self.session_data.get("id", "walk"))
+        yield Static(Text.assemble(("Incident report", "bold"), f"  walk {walk_id} · secrets "
+                                   "redacted by pattern: read it before you share it"),
+                     id="titlebar")
+        with VerticalScroll(id="report-view"):
+            yield Markdown(self.markdown, id="report-md")
+        with Horizontal(id="save-row"):
+            yield Label("save to ", id="save-label")
+            yield Input(default_report_path(walk_id), id="report-path")
+        yield Static(id="save-status")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.query_one("#report-view", VerticalScroll).focus()
+
+    def on_input_changed(self, _event: Input.Changed) -> None:
+        self._guard.reset()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_save()
+
+    def action_save(self) -> None:
+        status = self.query_one("#save-status", Static)
+        path, why = self._guard.check(self.query_one("#report-path", Input).value)
+        if path is None:
+            status.update(Text(why, style="yellow"))
+            return
+        error = write_text(path, self.markdown)
+        if error:
+            status.update(Text(error, style="red"))
+            return
+        self._guard.reset()
+        self.saved_to = path
+        status.update(Text(f"saved to {path}", style="green"))
+        self.notify(f"Report saved to {path}", title="Incident report")
+
+    def action_leave(self) -> None:
+        self.app.pop_screen()

@@ -1,0 +1,364 @@
+"""The app's integrations: incident report, runbook export, cluster view, loss curve, probes.
+
+Each drives the real app headless by keys and checks what reached the disk or the screen.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from textual.widgets import DataTable, Input, Static
+from tui_helpers import (
+    FIXTURES,
+    cluster_run,
+    gpu_full,
+    make_app,
+    run,
+    save_cluster_result,
+    screen_text,
+)
+
+from trainmedic.state import list_walks
+from trainmedic.tui.screens.browse import BrowseScreen
+from trainmedic.tui.screens.cluster import ClusterScreen, age_text
+from trainmedic.tui.screens.probes import ProbesScreen
+from trainmedic.tui.screens.report import ReportScreen
+from trainmedic.tui.screens.walk import WalkScreen
+from trainmedic.tui.widgets.losscurve import LossCurve, marker_line, spike_columns
+
+TUI_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tui"
+SPIKE_LOG = TUI_FIXTURES / "megatron_spike_synthesised.log"
+REAL_SPIKE_LOG = TUI_FIXTURES / "megatron_lm_loss_spike.log"
+SECRET = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
+
+
+def _messages(app) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+# -- 1. incident report from the fix screen ------------------------------------------------------
+def test_report_from_fix_screen_is_shown_redacted_and_saved(tmp_path, monkeypatch):
+    from trainmedic.export.report import render_report
+
+    monkeypatch.chdir(tmp_path)
+
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(100, 30), notifications=True) as pilot:
+            await pilot.press(*"memory", "enter")
+            await pilot.pause()
+            assert "i report" not in "\n".join(screen_text(app))  # a question: no report key
+            await pilot.press("1", "1")
+            await pilot.pause()
+            walk = app.screen
+            assert isinstance(walk, WalkScreen) and walk.session.fix is not None
+            walk.session.launch_command = f"HF_TOKEN={SECRET} torchrun pretrain_gpt.py"
+            await pilot.press("i")
+            await pilot.pause(0.3)
+            screen = app.screen
+            assert isinstance(screen, ReportScreen)
+            data = walk.session.to_dict()
+            assert screen.markdown == render_report(data, app.forest)
+            assert "# Incident report: Out of GPU memory" in screen.markdown
+            assert SECRET not in screen.markdown and SECRET not in "".join(screen_text(app))
+            default = tmp_path / f"trainmedic-report-{data['id']}.md"
+            assert screen.query_one("#report-path", Input).value == f"./{default.name}"
+
+            await pilot.press("ctrl+s")
+            await pilot.pause()
+            assert default.read_text(encoding="utf-8") == screen.markdown
+            assert any(str(Path(".") / default.name) in m for m in _messages(app))
+
+            default.write_text("older report\n")
+            await pilot.press("s")  # exists now: the first save only asks
+            await pilot.pause()
+            status = str(screen.query_one("#save-status", Static).render())
+            assert "exists: save again to overwrite" in status
+            assert default.read_text() == "older report\n"
+            await pilot.press("s")
+            await pilot.pause()
+            assert default.read_text(encoding="utf-8") == screen.markdown
+
+            path_input = screen.query_one("#report-path", Input)
+            path_input.value = "reports/incident.md"
+            (tmp_path / "reports").mkdir()
+            path_input.focus()
+            await pilot.press("enter")
+            await pilot.pause()
+            assert (tmp_path / "reports" / "incident.md").read_text() == screen.markdown
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is walk
+    run(go())
+
+
+# -- 2. runbook export from browse -----------------------------------------------------------
+def test_browse_exports_the_tree_in_view_like_the_cli(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cli = subprocess.run([sys.executable, "-m", "trainmedic", "--trees", str(FIXTURES),
+                          "export", "hang"], capture_output=True, text=True, timeout=60)
+    assert cli.returncode == 0, cli.stderr
+
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(120, 40), notifications=True) as pilot:
+            await pilot.press("ctrl+b")
+            await pilot.pause()
+            assert isinstance(app.screen, BrowseScreen)
+            await pilot.press("slash", *"inspect the rank", "enter", "down", "x")
+            await pilot.pause()
+            assert app.screen.query_one("#export-path", Input).value == "./hang.md"
+            await pilot.press("enter")
+            await pilot.pause()
+            out = tmp_path / "hang.md"
+            assert out.read_text(encoding="utf-8") == cli.stdout
+            assert isinstance(app.screen, BrowseScreen)
+            assert any("hang.md" in m for m in _messages(app))
+
+            out.write_text("keep me\n")
+            await pilot.press("x", "enter")  # exists: asks instead of writing
+            await pilot.pause()
+            status = str(app.screen.query_one("#export-status", Static).render())
+            assert "exists: save again to overwrite" in status
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(app.screen, BrowseScreen)
+            assert out.read_text() == "keep me\n"
+            await pilot.press("x", "enter", "enter")  # the second enter confirms
+            await pilot.pause()
+            assert out.read_text(encoding="utf-8") == cli.stdout
+    run(go())
+
+
+# -- 3. cluster view --------------------------------------------------------------------------
+def test_cluster_view_shows_the_bad_node_first_and_its_verdict():
+    result = save_cluster_result()
+
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press(*"cluster", "enter")
+            await pilot.pause(0.3)
+            assert isinstance(app.screen, ClusterScreen)
+            table = app.screen.query_one("#cluster-table", DataTable)
+            rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
+            assert rows[0][:2] == ["node07", "bad"]
+            assert rows[-1][:2] == ["node[01-06,08-16] (15)", "ok"]
+            assert len(rows) == 2
+            headers = [str(c.label) for c in table.columns.values()]
+            assert "GPUs" in headers and "Xid" in headers
+            text = "\n".join(screen_text(app))
+            assert result["verdicts"][0] in text.replace("\n ", " ")
+            assert "16 nodes via srun: 16 answered, 1 bad" in text
+            assert "SPEC node[01-16] · swept" in text
+    run(go())
+
+
+def test_cluster_view_without_a_sweep_says_how_to_make_one(monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "gpu[001-004]")
+
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            app.action_cluster()
+            await pilot.pause()
+            summary = str(app.screen.query_one("#cluster-summary", Static).render())
+            assert "No cluster sweep yet" in summary and "trainmedic probe --nodes" in summary
+            spec = app.screen.query_one("#sweep-spec", Input)
+            assert spec.value == "slurm" and spec.has_focus
+    run(go())
+
+
+def test_sweep_runs_in_a_worker_and_keys_answer_while_it_hangs(monkeypatch):
+    import trainmedic.cluster.fanout as fanout
+
+    release = threading.Event()
+    calls = []
+
+    def hanging_ssh(nodes, names, *, timeout, **_kw):
+        calls.append((list(nodes), list(names), timeout))
+        release.wait(30)
+        return cluster_run(4, "node02")
+
+    monkeypatch.setattr(fanout, "fan_out_ssh", hanging_ssh)
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    monkeypatch.delenv("TRAINMEDIC_FANOUT", raising=False)
+
+    async def go():
+        app = make_app()
+        try:
+            async with app.run_test(size=(100, 30)) as pilot:
+                app.action_cluster()
+                await pilot.pause()
+                await pilot.press(*"node[01-04]", "enter")
+                await pilot.pause(0.3)
+                screen = app.screen
+                assert calls == [(["node01", "node02", "node03", "node04"], [], 60.0)]
+                assert "sweeping node[01-04]" in str(
+                    screen.query_one("#sweep-status", Static).render())
+                await pilot.press("s")  # the screen answers; a second sweep is refused
+                await pilot.pause()
+                assert "still running" in str(screen.query_one("#sweep-status", Static).render())
+                await pilot.press("question_mark")
+                await pilot.pause()
+                assert type(app.screen).__name__ == "HelpScreen"
+                await pilot.press("escape")
+                await pilot.pause()
+                assert app.screen is screen and not release.is_set()
+                release.set()
+                await app.workers.wait_for_complete()
+                await pilot.pause(0.2)
+                status = str(screen.query_one("#sweep-status", Static).render())
+                assert "sweep of node[01-04] done: 1 bad node(s)" in status
+                table = screen.query_one("#cluster-table", DataTable)
+                assert [str(c) for c in table.get_row_at(0)][:2] == ["node02", "bad"]
+                from trainmedic.cluster import load_last_result
+
+                assert load_last_result()["bad_nodes"] == ["node02"]
+        finally:
+            release.set()
+    run(go())
+
+
+def test_bad_spec_is_reported_on_screen(monkeypatch):
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+    monkeypatch.delenv("SLURM_NODELIST", raising=False)
+
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            app.action_cluster()
+            await pilot.pause()
+            await pilot.press(*"slurm", "enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            status = str(app.screen.query_one("#sweep-status", Static).render())
+            assert "sweep failed: --nodes slurm: SLURM_JOB_NODELIST is not set" in status
+    run(go())
+
+
+def test_age_text():
+    from datetime import UTC, datetime
+
+    now = datetime(2026, 11, 29, 9, 0, tzinfo=UTC)
+    assert age_text("2026-11-29T08:59:30+00:00", now)[0] == "just now"
+    assert age_text("2026-11-29T08:48:00+00:00", now) == ("12 min ago", 720.0)
+    assert age_text("2026-11-27T08:00:00+00:00", now)[0] == "2 d ago"
+    assert age_text("yesterday", now) == ("age unknown", -1.0)
+
+
+# -- 4. loss curve in triage --------------------------------------------------------------------
+def _triage(path: Path, size=(100, 30)):
+    import trainmedic.triage as triage
+
+    async def go():
+        app = make_app(triage_api=triage)
+        async with app.run_test(size=size) as pilot:
+            await pilot.press("ctrl+t")
+            await pilot.pause()
+            await pilot.press(*str(path), "enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause(0.2)
+            curve = app.screen.query_one(LossCurve)
+            return curve.display, curve.loss, screen_text(app)
+
+    return run(go())
+
+
+def test_triage_shows_the_loss_curve_with_the_spike_marked():
+    shown, loss, lines = _triage(SPIKE_LOG)
+    assert shown and len(loss.spikes) == 1
+    spike = loss.spikes[0]
+    curve_row = next(i for i, line in enumerate(lines) if line.lstrip().startswith("loss ▁"))
+    curve, marks = lines[curve_row], lines[curve_row + 1]
+    assert set(marks.strip()) == {"^"}
+    bar = curve[marks.index("^")]
+    # the mark sits under the first bar of the spike, the bars before it are the flat baseline
+    assert bar in "▇█" and set(curve[curve.index("▁"):marks.index("^")]) == {"▁"}
+    text = "\n".join(lines)
+    assert f"^ iterations {spike.start}..{spike.end}: peak 8.72 at 29320" in text
+    assert "resume from the checkpoint of iteration 29200 (saved)" in text
+    assert "--skip-train-iteration-range 29310:29360" in text
+
+
+def test_triage_draws_the_curve_of_a_real_megatron_log():
+    shown, loss, lines = _triage(REAL_SPIKE_LOG)
+    assert shown and loss.source == "megatron" and loss.count == 8
+    curve = next(line.strip() for line in lines if line.lstrip().startswith("loss "))
+    bars = curve.removeprefix("loss ")
+    assert len(bars) == 8 and max(bars[:3]) < min(bars[3:])  # 2.77 -> 7.34 at 29050
+    assert "iterations 29020..29090" in "\n".join(lines)
+
+
+def test_spike_marks_follow_the_sparkline_buckets():
+    from types import SimpleNamespace as NS
+
+    steps = list(range(0, 1000, 10))  # 100 points in 50 columns: two points a column
+    assert spike_columns(steps, [NS(start=500), NS(start=15)], 50) == [25, 1]
+    assert marker_line([25, 1], 50) == " ^" + " " * 23 + "^"
+
+
+# -- 5. probes screen attached to the walk -------------------------------------------------------
+def test_probes_from_a_walk_are_attached_and_saved_from_home_only_shown():
+    from trainmedic.probes.base import ProbeResult
+
+    asked = []
+
+    def runner(names):
+        asked.append(names)
+        if names is None:  # the probes screen: all of them
+            return [ProbeResult("env", "warn", "NCCL_TIMEOUT is set but nothing reads it",
+                                facts={"myth_count": 1, "myth_vars": ["NCCL_TIMEOUT"]})]
+        return gpu_full(names)  # the walk's own rules
+
+    async def go():
+        app = make_app(probe_runner=runner)
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("ctrl+r")  # from home: shown, no walk to attach to
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert isinstance(app.screen, ProbesScreen) and app.screen.session is None
+            await pilot.press("escape")
+            await pilot.pause()
+            assert list_walks()[0] == []
+
+            await pilot.press(*"memory", "enter")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            walk = app.screen
+            assert isinstance(walk, WalkScreen)
+            assert [p["name"] for p in walk.session.probes] == ["gpu"]
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert isinstance(app.screen, ProbesScreen) and app.screen.session is walk.session
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is walk
+            assert [p["name"] for p in walk.session.probes] == ["gpu", "env"]
+            saved = list_walks()[0][0].data
+            assert saved["id"] == walk.session.id
+            env = next(p for p in saved["probes"] if p["name"] == "env")
+            assert env["facts"]["myth_vars"] == ["NCCL_TIMEOUT"]
+            assert "WARN env" in "\n".join(screen_text(app))  # the evidence panel shows it
+            assert asked == [None, ["memory", "gpu"], None]
+    run(go())
+
+
+# -- 6. the walk footer fits 80 columns ---------------------------------------------------------
+def test_question_footer_fits_80_columns_with_help():
+    async def go():
+        app = make_app(probe_runner=gpu_full)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press(*"memory", "enter")
+            await pilot.pause(0.3)
+            footer = screen_text(app)[-1]
+            assert "m launch" in footer and "? help" in footer
+            titles = {c.title for c in app.get_system_commands(app.screen)}
+            assert {"Home", "Browse", "All probes"} <= titles  # hidden keys stay in the palette
+    run(go())
