@@ -44,6 +44,39 @@ def stub_probes(names):
     return [known.get(n) or unavailable(n, "not run for this screenshot") for n in names or []]
 
 
+SPIKE_LOG = "tests/fixtures/tui/megatron_spike_synthesised.log"
+
+
+def save_stub_cluster_result() -> None:
+    """A 16-node sweep (every node the healthy fixture, node07 with a GPU fallen off the bus),
+    aggregated as `trainmedic probe --nodes` does and saved as the last result, 12 min old."""
+    import copy
+    import json
+    from datetime import UTC, datetime, timedelta
+
+    from trainmedic.cluster.aggregate import aggregate
+    from trainmedic.cluster.fanout import FanoutRun, NodeAnswer
+    from trainmedic.cluster.store import save_last_result
+
+    text = (ROOT / "tests/fixtures/cluster/healthy-node.json").read_text().split("\n", 1)[1]
+    healthy = json.loads(text)
+    hosts = [f"node{i:02d}" for i in range(1, 17)]
+    answers = []
+    for host in hosts:
+        payload = copy.deepcopy(healthy)
+        payload["host"] = host
+        if host == "node07":
+            for probe in payload["probes"]:
+                if probe["name"] == "gpu":
+                    probe["facts"].update(count=7, missing=1)
+                if probe["name"] == "kernel-xid":
+                    probe["facts"].update(count=1, codes=[79], fatal=True, fallen_off_bus=True)
+        answers.append(NodeAnswer(host, "ok", payload, "", 0.8))
+    result = aggregate(FanoutRun("srun", hosts, answers, [], 4.2), "slurm")
+    result["time"] = (datetime.now(UTC) - timedelta(minutes=12)).isoformat(timespec="seconds")
+    save_last_result(result)
+
+
 async def shoot(out: Path, size: tuple[int, int]) -> list[Path]:
     from trainmedic.trees import Ref, load_forest_or_fail
     from trainmedic.tui.app import TrainmedicApp
@@ -72,6 +105,10 @@ async def shoot(out: Path, size: tuple[int, int]) -> list[Path]:
         await pilot.press("1")
         await settle(pilot)
         save(app, "fix")
+        await pilot.press("i")
+        await settle(pilot)
+        save(app, "report")
+        app.pop_screen()
         app.open_browse(Ref("oom", "unallocated"))
         await settle(pilot)
         save(app, "browse")
@@ -82,6 +119,19 @@ async def shoot(out: Path, size: tuple[int, int]) -> list[Path]:
         app.screen.action_analyse()
         await settle(pilot)
         save(app, "triage")
+        app.pop_screen()
+        app.action_triage()
+        await settle(pilot)
+        app.screen.query_one("#log-path").value = SPIKE_LOG
+        app.screen.action_analyse()
+        await settle(pilot)
+        save(app, "triage-loss")
+        app.go_home()
+        save_stub_cluster_result()
+        app.action_cluster()
+        await settle(pilot)
+        save(app, "cluster")
+        app.go_home()
         app.action_help()
         await settle(pilot)
         save(app, "help")
@@ -98,6 +148,7 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as state:
         os.environ["XDG_STATE_HOME"] = state  # no real saved walks in the pictures
+        os.chdir(ROOT)  # the log path shown in the triage picture is relative
         for path in asyncio.run(shoot(out, (width, height))):
             print(path)
     return 0

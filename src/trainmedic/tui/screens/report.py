@@ -42,9 +42,8 @@ class ReportScreen(Screen):
 
     def compose(self) -> ComposeResult:
         walk_id = str(self.session_data.get("id", "walk"))
-        yield Static(Text.assemble(("Incident report", "bold"), f"  walk {walk_id} · secrets "
-                                   "redacted by pattern: read it before you share it"),
-                     id="titlebar")
+        yield Static(Text.assemble(("Incident report", "bold"), f"  walk {walk_id}",
+                                   ("  secrets redacted", "dim")), id="titlebar")
         with VerticalScroll(id="report-view"):
             yield Markdown(self.markdown, id="report-md")
         with Horizontal(id="save-row"):
