@@ -362,3 +362,39 @@ def test_question_footer_fits_80_columns_with_help():
             titles = {c.title for c in app.get_system_commands(app.screen)}
             assert {"Home", "Browse", "All probes"} <= titles  # hidden keys stay in the palette
     run(go())
+
+
+def test_quitting_mid_sweep_stops_it_and_keeps_the_last_result(monkeypatch):
+    """A sweep cut short by quitting would record every node as silent: the old result stays."""
+    import trainmedic.cluster.fanout as fanout
+    from trainmedic.cluster import load_last_result
+
+    before = save_cluster_result()
+    release = threading.Event()
+
+    def hanging_ssh(nodes, names, *, timeout, **_kw):
+        release.wait(30)
+        return cluster_run(4, "node03")  # what a stopped fan-out would have made of it
+
+    monkeypatch.setattr(fanout, "fan_out_ssh", hanging_ssh)
+    monkeypatch.setattr(fanout, "stop_all", release.set)  # stands in for killing ssh children
+    monkeypatch.delenv("SLURM_JOB_NODELIST", raising=False)
+
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            app.action_cluster()
+            await pilot.pause()
+            spec = app.screen.query_one("#sweep-spec", Input)
+            spec.value = "node[01-04]"
+            spec.focus()
+            await pilot.press("enter")
+            await pilot.pause(0.2)
+            assert not release.is_set()
+        assert release.is_set()  # the app stopped the fan-out on its way out
+
+    try:
+        run(go())  # returns once the worker thread has ended
+    finally:
+        release.set()
+    assert load_last_result() == before

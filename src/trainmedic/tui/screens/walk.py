@@ -321,7 +321,7 @@ class WalkScreen(Screen):
 
     def on_screen_resume(self) -> None:
         """Back from the probes screen: its results are attached to the walk now."""
-        if not self.is_mounted or not hasattr(self, "suggested_index"):
+        if not self.is_mounted:
             return
         self._update_evidence()
         question = self.session.question
