@@ -82,11 +82,8 @@ def test_report_from_fix_screen_is_shown_redacted_and_saved(tmp_path, monkeypatc
             await pilot.pause()
             assert default.read_text(encoding="utf-8") == screen.markdown
 
-            path_input = screen.query_one("#report-path", Input)
-            path_input.value = "reports/incident.md"
             (tmp_path / "reports").mkdir()
-            path_input.focus()
-            await pilot.press("enter")
+            await pilot.press("tab", "end", "ctrl+u", *"reports/incident.md", "enter")
             await pilot.pause()
             assert (tmp_path / "reports" / "incident.md").read_text() == screen.markdown
             await pilot.press("escape")

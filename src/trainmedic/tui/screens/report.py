@@ -28,7 +28,7 @@ class ReportScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "save", "save", key_display="^s", priority=True),
         Binding("s", "save", "save", show=False),
-        Binding("tab", "focus_next", "switch view / file name", show=False),
+        Binding("tab", "app.focus_next", "report text / file name", show=False),
         Binding("escape", "leave", "back", key_display="esc"),
         Binding("question_mark", "app.help", "help", key_display="?"),
     ]
