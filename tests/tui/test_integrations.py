@@ -396,3 +396,32 @@ def test_quitting_mid_sweep_stops_it_and_keeps_the_last_result(monkeypatch):
     finally:
         release.set()
     assert load_last_result() == before
+
+
+def test_many_bad_nodes_keep_the_state_column_and_the_verdicts_in_view():
+    """64 nodes, every third silent: the healthy set is a long scattered host list."""
+    from tui_helpers import node_payload
+
+    from trainmedic.cluster.aggregate import aggregate
+    from trainmedic.cluster.fanout import FanoutRun, NodeAnswer
+    from trainmedic.cluster.store import save_last_result
+
+    hosts = [f"gpu{i:03d}" for i in range(1, 65)]
+    answers = [NodeAnswer(h, "ok", node_payload(h), "", 1.0) if i % 3 else
+               NodeAnswer(h, "no-answer", None, "no answer within 60s", 60.0)
+               for i, h in enumerate(hosts)]
+    save_last_result(aggregate(FanoutRun("ssh", hosts, answers, [], 60.0), "gpu[001-064]"))
+
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(80, 24)) as pilot:
+            app.action_cluster()
+            await pilot.pause(0.3)
+            table = app.screen.query_one("#cluster-table", DataTable)
+            last = [str(c) for c in table.get_row_at(table.row_count - 1)]
+            assert last == ["gpu[002-003,005-006,008-… (42)", "ok"]
+            lines = screen_text(app)
+            assert any(line.split()[:2] == ["gpu001", "silent"] for line in lines if line)
+            assert any("Bad nodes" in line for line in lines)
+            assert lines[1].startswith(" 64 nodes via ssh: 42 answered, 22 bad")
+    run(go())

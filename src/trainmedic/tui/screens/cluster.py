@@ -29,6 +29,18 @@ NO_SWEEP = ("No cluster sweep yet. Type a SPEC below and press enter: `slurm` in
             "allocation, or a host list such as node[01-16],gpu-a7 (through ssh). The shell "
             "equivalent is `trainmedic probe --nodes SPEC`.")
 STALE_AFTER_S = 3600.0
+NODE_COLUMN = 30  # a scattered healthy set (node[002-003,005-006,…]) must not push the rest off
+
+
+def short_node_label(label: str, width: int = NODE_COLUMN) -> str:
+    """`node[002-003,005-006,…] (42)`: cut inside the host list, never the count."""
+    if len(label) <= width:
+        return label
+    hosts, _, count = label.rpartition(" (")
+    if not hosts:
+        return label[: width - 1] + "…"
+    tail = f"… ({count}"
+    return hosts[: max(1, width - len(tail))] + tail
 
 
 def _now() -> datetime:
@@ -169,6 +181,7 @@ class ClusterScreen(Screen):
         table.add_columns(*header)
         for cells in rows:
             style = "" if cells[1] == "ok" else "bold red"
+            cells = [short_node_label(cells[0]), *cells[1:]]
             table.add_row(*(Text(c, style=style) for c in cells))
         verdicts.update(self._verdicts(result))
 

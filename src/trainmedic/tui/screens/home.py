@@ -34,7 +34,7 @@ class HomeScreen(Screen):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "open", "open", priority=True),
-        Binding("down", "cursor(1)", "move", key_display="↓↑", priority=True),
+        Binding("down", "cursor(1)", "move", key_display="↓↑", show=False, priority=True),
         Binding("up", "cursor(-1)", "move", show=False, priority=True),
         Binding("pagedown", "cursor(10)", "page down", show=False, priority=True),
         Binding("pageup", "cursor(-10)", "page up", show=False, priority=True),
