@@ -325,13 +325,6 @@ def aggregate(run: FanoutRun, spec: str = "") -> dict:
 
 
 # Facts of a cluster result, for tree rules and the app (name -> type, as declared_facts uses).
-CLUSTER_FACTS: dict[str, str] = {
-    "nodes": "int", "answered": "int", "bad_count": "int", "bad_nodes": "list",
-    "verdicts": "list", "unreachable_count": "int", "hardware_nodes": "list",
-    "xid_nodes": "list", "gpu_missing_nodes": "list", "ib_down_nodes": "list",
-    "software_mismatch": "bool", "env_mismatch": "bool", "stray_process_nodes": "list",
-    "split_facts": "list", "age_s": "float",
-}
 
 
 def cluster_facts(result: dict | None) -> dict[str, object]:

@@ -10,7 +10,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from trainmedic.cluster.aggregate import CLUSTER_FACTS as _CLUSTER_FACTS
+from trainmedic.cluster.facts import CLUSTER_FACTS as _CLUSTER_FACTS
 from trainmedic.probes.base import Budget, ProbeResult
 
 FACT_TYPES = ("int", "float", "bool", "str", "list")
