@@ -235,13 +235,7 @@ class WalkScreen(Screen):
             self.app.save_session(self.session)  # type: ignore[attr-defined]
         elif event.state == WorkerState.ERROR:
             self.notify(f"probes {worker.name} failed: {worker.error}", severity="warning")
-        self._update_evidence()
-        question = self.session.question
-        if question is not None:
-            answers = self.query_one("#answers", OptionList)
-            highlighted = answers.highlighted
-            answers.set_options(self._answer_options(question))
-            answers.highlighted = highlighted
+        self._refresh_suggestions()
 
     # -- actions ------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -319,10 +313,8 @@ class WalkScreen(Screen):
         data = self.session.to_dict()
         self.app.push_screen(ReportScreen(data, render_report(data, self.session.forest)))
 
-    def on_screen_resume(self) -> None:
-        """Back from the probes screen: its results are attached to the walk now."""
-        if not self.is_mounted:
-            return
+    def _refresh_suggestions(self) -> None:
+        """New probe results: redraw the evidence and the "suggested" mark, keeping the cursor."""
         self._update_evidence()
         question = self.session.question
         if question is not None:
@@ -330,6 +322,12 @@ class WalkScreen(Screen):
             highlighted = answers.highlighted
             answers.set_options(self._answer_options(question))
             answers.highlighted = highlighted
+
+    def on_screen_resume(self) -> None:
+        """Back from the probes screen: its results are attached to the walk now."""
+        if not self.is_mounted:
+            return
+        self._refresh_suggestions()
 
     def action_browse(self) -> None:
         self.app.open_browse(self.session.current)  # type: ignore[attr-defined]
