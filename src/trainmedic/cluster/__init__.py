@@ -7,8 +7,9 @@ use, so that declaring the facts (the probe registry, at every lint) does not im
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trainmedic.lazy import lazy_attributes
 
 _WHERE = {
     "CLUSTER_FACTS": "facts",
@@ -25,9 +26,4 @@ if TYPE_CHECKING:
     from trainmedic.cluster.store import last_result_path, load_last_result
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"trainmedic.cluster.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _WHERE)

@@ -9,8 +9,9 @@ importing one piece does not pay for the others (the script reader is the larges
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trainmedic.lazy import lazy_attributes
 
 _WHERE = {
     "MemoryConfig": "config",
@@ -43,9 +44,4 @@ if TYPE_CHECKING:
     from trainmedic.memory.model import MemoryReport, estimate, megatron_report, memory_facts
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"trainmedic.memory.{_WHERE[name]}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _WHERE)
