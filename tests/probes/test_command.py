@@ -137,3 +137,16 @@ def test_nodes_and_job_hand_over_to_the_cluster_fan_out(monkeypatch):
     assert probe.run(args) == 7
     assert seen[0].names == ["gpu", "env"] and seen[0].json is True
     assert probe.run(parser.parse_args(["--job", "1234"])) == 7
+
+
+def test_verbose_table_prints_fact_values_literally(capsys):
+    """A fact value that looks like Rich markup must not be eaten as a style tag."""
+    from trainmedic.commands.probe import _print_table
+    from trainmedic.probes.base import ProbeResult
+
+    result = ProbeResult("gpu", "ok", "fine", facts={"models": "[bold]H100"},
+                         evidence={"models": "GPU 0 [red]seen"})
+    _print_table([result], verbose=True, include_raw=False)
+    out = capsys.readouterr().out
+    assert "'[bold]H100'" in out
+    assert "GPU 0 [red]seen" in out

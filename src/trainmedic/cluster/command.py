@@ -34,19 +34,6 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _check_probe_names(names: list[str]) -> None:
-    """Refuse an unknown probe here rather than on every node."""
-    try:
-        from trainmedic.probes.registry import probe_names
-    except ImportError:  # the probes package is optional to this module
-        return
-    valid = probe_names()
-    unknown = [n for n in names if n not in valid]
-    if unknown:
-        raise UsageError(f"unknown probe {', '.join(map(repr, unknown))}; valid: "
-                         f"{', '.join(valid)}")
-
-
 def run_nodes(args: argparse.Namespace) -> int:
     """Fan out, aggregate, save the result for trees and the app, print it; exit 1 on bad nodes."""
     from trainmedic.cluster.aggregate import aggregate
@@ -57,13 +44,14 @@ def run_nodes(args: argparse.Namespace) -> int:
         resolve_nodes,
     )
     from trainmedic.cluster.store import save_last_result
+    from trainmedic.probes.registry import require_known
 
     job = getattr(args, "job", None) or None
     spec = (getattr(args, "nodes", None) or ("slurm" if job else "")).strip()
     if not spec:
         raise UsageError("--nodes needs 'slurm' or a host list such as node[01-16]")
     names = [str(n) for n in (getattr(args, "names", None) or [])]
-    _check_probe_names(names)
+    require_known(names)  # here, rather than once per node
     timeout = getattr(args, "node_timeout", None)
     timeout = DEFAULT_NODE_TIMEOUT if timeout is None else float(timeout)
     if not 0 < timeout <= 3600:

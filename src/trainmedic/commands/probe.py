@@ -31,29 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="per-probe time limit in seconds (default: each probe's own)",
     )
     parser.add_argument("--list", action="store_true", help="list the probes and their facts")
-    try:  # the fan-out options live with the fan-out so the two stay in step
-        from trainmedic.cluster.command import add_cluster_arguments
-    except ImportError:
-        add_cluster_arguments = _fallback_cluster_arguments
+    # the fan-out options live with the fan-out so the two stay in step
+    from trainmedic.cluster.command import add_cluster_arguments
+
     add_cluster_arguments(parser)
-
-
-def _fallback_cluster_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--nodes", metavar="SPEC", help="run on these nodes (node[01-04])")
-    parser.add_argument("--job", metavar="ID", help="run on every node of this Slurm job")
-    parser.add_argument("--node-timeout", type=float, default=None, metavar="S",
-                        help="time limit per node for --nodes/--job")
-
-
-def _check_names(names: list[str]) -> None:
-    from trainmedic.probes.registry import probe_names
-
-    valid = probe_names()
-    unknown = [n for n in names if n not in valid]
-    if unknown:
-        raise UsageError(
-            f"unknown probe {', '.join(repr(n) for n in unknown)}; valid: {', '.join(valid)}"
-        )
 
 
 def payload(results: list[ProbeResult], *, include_raw: bool) -> dict:
@@ -88,8 +69,9 @@ def _print_table(results: list[ProbeResult], verbose: bool, include_raw: bool) -
         if verbose:
             for fact, value in r.facts.items():
                 line = r.evidence.get(fact, "")
-                text = f"  {fact} = {value!r}" + (f"  [dim]({escape(line)})[/]" if line else "")
-                table.add_row("", "", text if line else escape(text))
+                # a str fact such as a GPU model may hold "[...]": escape it like the evidence
+                text = escape(f"  {fact} = {value!r}")
+                table.add_row("", "", text + (f"  [dim]({escape(line)})[/]" if line else ""))
             if include_raw and r.raw:
                 table.add_row("", "", f"[dim]{escape(r.raw[:2000])}[/]")
     console.print(table)
@@ -105,8 +87,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")
-    _check_names(args.names)
+    from trainmedic.probes.registry import require_known
     from trainmedic.probes.runner import run_probes
+
+    require_known(args.names)
 
     results = run_probes(args.names or None, timeout=args.timeout)
     include_raw = not args.no_raw

@@ -7,10 +7,11 @@ no probe code and runs nothing. A probe's code is imported only when the probe r
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from trainmedic.cluster.facts import CLUSTER_FACTS as _CLUSTER_FACTS
+from trainmedic.errors import UsageError
 from trainmedic.probes.base import Budget, ProbeResult
 
 FACT_TYPES = ("int", "float", "bool", "str", "list")
@@ -207,6 +208,15 @@ PROBES["cluster"] = ProbeSpec(
 
 def probe_names() -> list[str]:
     return list(PROBES)
+
+
+def require_known(names: Iterable[str]) -> None:
+    """Refuse unknown probe names up front (locally, or once before fanning out to every node)."""
+    unknown = [n for n in names if n not in PROBES]
+    if unknown:
+        raise UsageError(
+            f"unknown probe {', '.join(map(repr, unknown))}; valid: {', '.join(PROBES)}"
+        )
 
 
 def get_probe(name: str) -> ProbeSpec:
