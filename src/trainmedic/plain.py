@@ -24,12 +24,10 @@ def make_console(file: IO[str]):
     return Console(file=file, highlight=False, soft_wrap=True, emoji=False)
 
 
-def load_probe_runner() -> ProbeRunner | None:
-    """`trainmedic.probes.runner.run_probes`, or None while the probes are not there."""
-    try:
-        from trainmedic.probes.runner import run_probes
-    except ImportError:
-        return None
+def load_probe_runner() -> ProbeRunner:
+    """`run_probes`, imported only when a walk is going to suggest answers."""
+    from trainmedic.probes.runner import run_probes
+
     return run_probes
 
 

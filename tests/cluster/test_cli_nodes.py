@@ -99,3 +99,21 @@ def test_fan_out_modules_import_neither_textual_nor_rich():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=30)
     assert done.stdout.strip() == "[]", done.stderr
+
+
+@pytest.mark.parametrize(("tool", "argv", "env"), [
+    ("srun", ["--nodes", "slurm"], {"SLURM_JOB_NODELIST": "node[01-02]"}),
+    ("pdsh", ["--nodes", "node[01-02]"], {"TRAINMEDIC_FANOUT": "pdsh"}),
+])
+def test_unrunnable_launcher_is_a_one_line_error(tmp_path, tool, argv, env):
+    """A launcher on PATH that cannot start (bad interpreter) must not end in a traceback."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / tool).write_text("#!/nonexistent/interpreter\n")
+    (folder / tool).chmod(0o755)
+    full_env = {**os.environ, **env, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "trainmedic", "probe", *argv],
+                          capture_output=True, text=True, timeout=60, env=full_env)
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert f"could not run {tool}" in done.stderr

@@ -70,3 +70,11 @@ def test_all_into_a_file_is_refused(tmp_path, capsys):
     target.write_text("x", encoding="utf-8")
     assert export("--all", "-o", str(target)) == 2
     assert "not a folder" in capsys.readouterr().err
+
+
+def test_all_into_a_folder_that_cannot_be_made_is_refused(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    assert export("--all", "-o", str(blocker / "runbooks")) == 2
+    err = capsys.readouterr().err
+    assert "cannot create" in err and len(err.strip().splitlines()) == 1

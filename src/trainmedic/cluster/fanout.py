@@ -382,7 +382,10 @@ def fan_out_srun(
         raise UsageError("--nodes slurm needs srun on PATH; or give a host list to use ssh")
     argv = srun_argv(nodes, job, remote_command(names))
     started = time.monotonic()
-    stdout, stderr, code, timed_out = run_bounded(argv, timeout)
+    try:
+        stdout, stderr, code, timed_out = run_bounded(argv, timeout)
+    except OSError as exc:  # found on PATH but not runnable (permissions, bad interpreter)
+        raise UsageError(f"could not run srun: {exc.strerror or exc}") from None
     wall = time.monotonic() - started
     answers = parse_srun_output(
         nodes, stdout, stderr, timed_out=timed_out, timeout=timeout, returncode=code,

@@ -78,7 +78,10 @@ def fan_out_pdsh(nodes: list[str], names: Sequence[str], *, timeout: float) -> F
     started = time.monotonic()
     # pdsh bounds each node itself; our deadline only catches pdsh hanging as a whole
     batches = -(-len(nodes) // FANOUT_WIDTH)
-    stdout, stderr, _code, timed_out = run_bounded(argv, timeout * batches + 10)
+    try:
+        stdout, stderr, _code, timed_out = run_bounded(argv, timeout * batches + 10)
+    except OSError as exc:  # found on PATH but not runnable (permissions, bad interpreter)
+        raise UsageError(f"could not run pdsh: {exc.strerror or exc}") from None
     wall = time.monotonic() - started
     answers = parse_pdsh_output(nodes, stdout, stderr, timeout=timeout, timed_out=timed_out,
                                 duration=wall)

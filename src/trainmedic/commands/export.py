@@ -44,7 +44,10 @@ def export_all(forest, folder: Path, fmt: str) -> list[Path]:
 
     if folder.exists() and not folder.is_dir():
         raise UsageError(f"{folder}: not a folder")
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{folder}: cannot create: {exc.strerror or exc}") from None
     files = {tree_id: f"{tree_id}{SUFFIX[fmt]}" for tree_id in sorted(forest.trees)}
     written = []
     for tree_id, name in files.items():

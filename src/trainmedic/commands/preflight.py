@@ -32,10 +32,8 @@ def memory_check(report) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 def _redacted(words: list[str]) -> list[str]:
     """Launcher words can carry credentials (rendezvous URLs, tokens)."""
-    try:
-        from trainmedic.redact import redact_text
-    except ImportError:
-        return ["<redacted>" if "@" in w or "token" in w.lower() else w for w in words]
+    from trainmedic.redact import redact_text
+
     return [redact_text(w) for w in words]
 
 

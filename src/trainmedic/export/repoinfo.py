@@ -36,6 +36,8 @@ def _git(path: Path, *args: str) -> str:
         raise UsageError("--repo needs git, which is not installed") from None
     except subprocess.TimeoutExpired:
         raise UsageError(f"--repo {path}: git did not answer within {GIT_TIMEOUT_S:.0f}s") from None
+    except OSError as exc:  # git present but not executable, and the like
+        raise UsageError(f"--repo {path}: cannot run git: {exc.strerror or exc}") from None
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or ["git failed"])[-1]
         raise UsageError(f"--repo {path}: not a git checkout ({why})")

@@ -1,8 +1,8 @@
 """Environment findings for preflight, from the `env` probe.
 
 The launch script's own `export`s win over the current shell, because that is what the
-training processes will see. The probes package is optional here: if it cannot be imported or
-fails, preflight says so in one warning and carries on.
+training processes will see. If the env probe's analysis fails, preflight says so in one warning
+and carries on: a preflight must never end in a traceback.
 """
 
 from __future__ import annotations
@@ -13,22 +13,13 @@ from trainmedic.memory.config import MemoryConfig
 
 
 def _env_facts(exported: dict[str, str]) -> tuple[dict[str, object] | None, str]:
+    from trainmedic.probes.env import examine
+
     merged = {**os.environ, **exported}
     try:
-        from trainmedic.probes.env import examine
-
         return dict(examine(merged).facts), "env probe (script exports applied)"
-    except Exception:  # fall back to the runner, then to nothing
-        pass
-    try:
-        from trainmedic.probes.runner import run_probes
-
-        result = run_probes(["env"], timeout=5.0)[0]
-        if result.status == "unavailable":
-            return None, result.summary
-        return dict(result.facts), "env probe (current shell only)"
     except Exception as exc:
-        return None, f"env probe unavailable ({type(exc).__name__})"
+        return None, f"env probe failed ({type(exc).__name__}: {exc})"
 
 
 def environment_checks(cfg: MemoryConfig, exported: dict[str, str]) -> list[dict[str, str]]:

@@ -49,14 +49,10 @@ def resolve(host: str, seconds: float) -> tuple[list[str] | None, str]:
     return box.get("addrs", []), ""  # type: ignore[return-value]
 
 
-def _local_addresses() -> set[str]:
-    addrs = {"127.0.0.1", "::1", "0.0.0.0"}
-    try:
-        for info in socket.getaddrinfo(socket.gethostname(), None):
-            addrs.add(str(info[4][0]))
-    except OSError:
-        pass
-    return addrs
+def _local_addresses(seconds: float) -> set[str]:
+    """This node's own addresses; the lookup is bounded like MASTER_ADDR's (DNS may be down)."""
+    own, _why = resolve(socket.gethostname(), seconds)
+    return {"127.0.0.1", "::1", "0.0.0.0", *(own or [])}
 
 
 def port_answers(addr: str, port: int, seconds: float) -> tuple[bool, str]:
@@ -134,7 +130,7 @@ def check(env: dict[str, str], budget: Budget) -> ProbeResult:
         )
     facts["master_addr_resolves"] = True
     evidence["master_addr_resolves"] = f"{host} -> {', '.join(addrs[:4])}"
-    local = bool(set(addrs) & _local_addresses())
+    local = bool(set(addrs) & _local_addresses(min(budget.remaining() * 0.3, 1.0)))
     facts["master_is_local"] = local
     is_open, line = port_answers(addrs[0], port, min(max(budget.remaining() - 0.1, 0.05), 2.0))
     facts["master_port_open"] = is_open
