@@ -80,6 +80,13 @@ def test_empty_file_is_clean(tmp_path, use_grep):
     assert report.findings == [] and report.loss.count == 0
 
 
+def test_folder_without_a_log_is_an_error_not_a_clean_bill(tmp_path):
+    (tmp_path / "model.pt").write_bytes(b"\0" * 16)  # checkpoints are skipped
+    (tmp_path / ".hidden.log").write_bytes(OOM + b"\n")  # hidden entries are skipped
+    with pytest.raises(UsageError, match="no readable log file"):
+        triage_paths([str(tmp_path)])
+
+
 def test_gz_and_truncated_gz(tmp_path):
     path = tmp_path / "rank5.log.gz"
     path.write_bytes(gzip.compress(b"\n".join([*NOISE, OOM]) + b"\n"))

@@ -60,6 +60,7 @@ def expand_paths(paths: list[str]) -> list[Source]:
             sources.append(Source(name="<stdin>"))
             continue
         if os.path.isdir(given):
+            before = len(sources)
             for root, dirs, files in os.walk(given):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for fname in sorted(files):
@@ -70,6 +71,8 @@ def expand_paths(paths: list[str]) -> list[Source]:
                     if not os.path.isfile(full) or not os.access(full, os.R_OK):
                         continue
                     sources.append(Source(name=full, path=full, rank=rank_from_name(full)))
+            if len(sources) == before:  # "clean" must never mean "read nothing"
+                raise UsageError(f"{given}: no readable log file in this folder")
             continue
         if not os.path.exists(given):
             raise UsageError(f"{given}: no such file or directory")
