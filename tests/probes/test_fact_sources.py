@@ -59,6 +59,18 @@ def test_memory_probe_reads_the_script_named_in_the_environment(
     assert result.facts["fits"] is False and str(script) in result.summary
 
 
+def test_memory_probe_refuses_a_binary_script_and_a_bad_capacity(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    binary = tmp_path / "model.pt"
+    binary.write_bytes(b"PK\x03\x04\x00\x00" * 8)
+    monkeypatch.setenv("TRAINMEDIC_LAUNCH_SCRIPT", str(binary))
+    result = run_probes(["memory"])[0]
+    assert result.status == "unavailable" and "binary file" in result.summary
+    monkeypatch.setenv("TRAINMEDIC_GPU_MEMORY", "lots")
+    result = from_text(SEED_EXAMPLE.format(tp=1, extra=""), "launch.sh")
+    assert result.status == "unavailable" and "TRAINMEDIC_GPU_MEMORY='lots'" in result.summary
+
+
 def test_memory_probe_reports_garbage_as_unavailable() -> None:
     result = from_text("echo hello\n", "notes.txt")
     assert result.status == "unavailable"

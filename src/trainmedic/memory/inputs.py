@@ -89,12 +89,12 @@ def parse_capacity(text: str) -> float:
     return value
 
 
-def probe_capacity() -> float | None:
+def probe_capacity(timeout: float = 10.0) -> float | None:
     """The smallest card on this node from the gpu probe; None when there is none or it fails."""
     try:
         from trainmedic.probes.runner import run_probes
 
-        results = run_probes(["gpu"], timeout=10.0)
+        results = run_probes(["gpu"], timeout=timeout)
         value = results[0].facts.get("min_memory_total_mib") if results else None
         if results and results[0].status != "unavailable" and isinstance(value, int | float):
             return float(value) if value > 0 else None

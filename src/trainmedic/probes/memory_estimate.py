@@ -9,7 +9,6 @@ the numbers as evidence.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from trainmedic.errors import TrainmedicError
 from trainmedic.probes.base import Budget, ProbeResult, unavailable
@@ -20,18 +19,19 @@ CAPACITY_ENV = "TRAINMEDIC_GPU_MEMORY"  # e.g. 80GiB; else the gpu probe, else 8
 
 
 def _capacity(budget: Budget | None) -> tuple[float | None, str | None]:
-    from trainmedic.memory.inputs import parse_capacity
+    from trainmedic.memory.inputs import parse_capacity, probe_capacity
 
     given = os.environ.get(CAPACITY_ENV)
     if given:
-        return parse_capacity(given), CAPACITY_ENV
+        try:
+            return parse_capacity(given), CAPACITY_ENV
+        except TrainmedicError:  # its message names --gpu-memory; this came from the variable
+            raise TrainmedicError(f"{CAPACITY_ENV}={given!r} is not a size such as 80GiB") \
+                from None
     if budget is not None and budget.remaining() > 1.0:
-        from trainmedic.probes.runner import run_probes
-
-        gpu = run_probes(["gpu"], timeout=min(budget.remaining() - 0.5, 8.0))[0]
-        total = gpu.facts.get("min_memory_total_mib")
-        if isinstance(total, int | float) and total > 0:
-            return float(total), "gpu probe"
+        total = probe_capacity(timeout=min(budget.remaining() - 0.5, 8.0))
+        if total:
+            return total, "gpu probe"
     return None, None
 
 
@@ -52,12 +52,11 @@ def from_text(text: str, source: str = "<pasted>", budget: Budget | None = None)
     total, capacity_gib = facts["total_gib"], facts["capacity_gib"]
     line = (f"{source}: about {total:.1f} GiB on the most loaded GPU (stage "
             f"{facts['most_loaded_stage']}) of {capacity_gib:.0f} GiB: {facts['verdict']}")
-    evidence = {"memory.fits": line, "memory.verdict": line, "memory.total_gib": line}
+    evidence = {"fits": line, "verdict": line, "total_gib": line}
     if failed:
-        evidence["memory.check_failures"] = "; ".join(c["message"] for c in failed[:3])
+        evidence["check_failures"] = "; ".join(c["message"] for c in failed[:3])
     status = "ok" if facts["fits"] and not failed else "warn" if facts["fits"] else "fail"
-    return ProbeResult(NAME, status, line, facts, raw="", evidence={
-        k.split(".", 1)[1]: v for k, v in evidence.items()})
+    return ProbeResult(NAME, status, line, facts, raw="", evidence=evidence)
 
 
 def probe(budget: Budget) -> ProbeResult:
@@ -65,8 +64,10 @@ def probe(budget: Budget) -> ProbeResult:
     if not path:
         return unavailable(NAME, f"no launch script: set {SCRIPT_ENV}=path/to/launch.sh "
                                  "(or load the launch command in the app)")
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        return unavailable(NAME, f"{path}: {exc.strerror or exc}")
+    from trainmedic.memory.launch_script import read_script
+
+    try:  # bounded and checked: the variable may name a binary or a huge file
+        text = read_script(path)
+    except TrainmedicError as exc:
+        return unavailable(NAME, str(exc))
     return from_text(text, path, budget)
