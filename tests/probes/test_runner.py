@@ -89,6 +89,17 @@ def test_raw_and_summary_are_redacted_by_the_runner():
     assert "hf_AbC" not in result.summary and "x1" not in result.raw
 
 
+def test_fact_values_are_redacted_by_the_runner_too():
+    def leaky(budget: Budget) -> ProbeResult:
+        return ProbeResult("leaky", "warn", "found", facts={
+            "findings": ["WANDB_API_KEY=0123456789abcdef set", "NCCL_DEBUG=INFO"],
+            "addr": "tcp://u:hunter2@host:29500", "count": 2})
+
+    facts = run_specs([ProbeSpec("leaky", "t", 1.0, {}, func=leaky)])[0].facts
+    assert facts["findings"] == ["WANDB_API_KEY=<redacted> set", "NCCL_DEBUG=INFO"]
+    assert facts["addr"] == "tcp://<redacted>@host:29500" and facts["count"] == 2
+
+
 def test_facts_and_evidence_are_keyed_probe_dot_fact():
     results = run_specs([quick("alpha"), quick("beta")])
     assert facts_of(results) == {"alpha.value": 1, "beta.value": 1}

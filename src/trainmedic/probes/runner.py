@@ -35,10 +35,21 @@ def _timeout_override(timeout: float | None) -> float | None:
     return value if value > 0 else None
 
 
+def _scrub_fact(value: object) -> object:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, list):
+        return [redact_text(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
 def _scrub(result: ProbeResult) -> ProbeResult:
+    """Every text a probe returns is redacted here, once, whatever the probe forgot: facts
+    travel too (saved walks, `--json`, the cluster fan-out), not only the human lines."""
     result.raw = redact_text(result.raw)
     result.summary = redact_text(result.summary)
     result.evidence = {k: redact_text(v) for k, v in result.evidence.items()}
+    result.facts = {k: _scrub_fact(v) for k, v in result.facts.items()}
     return result
 
 
