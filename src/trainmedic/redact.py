@@ -37,8 +37,11 @@ _TOKEN_SHAPES = re.compile(
     r"|\bglpat-[A-Za-z0-9_\-]{20,}"
     r"|\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"
 )
+# A quoted value is hidden up to its closing quote: `PASSWORD="correct horse battery"` must not
+# leak "horse battery".
 _ASSIGNMENT = re.compile(
-    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;}]+)"
+    r"(?P<name>[A-Za-z_][A-Za-z0-9_.\-]*)(?P<sep>[\"']?\s*[:=]\s*)"
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[\"']?[^\s\"',;}]+)"
 )
 
 
@@ -48,9 +51,11 @@ def is_secret_name(name: str) -> bool:
 
 
 def _assignment(match: re.Match[str]) -> str:
-    if not is_secret_name(match["name"]) or match["value"] == REDACTED:
+    value = match["value"]
+    quote = value[0] if value[0] in "\"'" else ""  # an unterminated quote is closed
+    if not is_secret_name(match["name"]) or value.strip("\"'") == REDACTED:
         return match[0]
-    return f"{match['name']}{match['sep']}{REDACTED}"
+    return f"{match['name']}{match['sep']}{quote}{REDACTED}{quote}"
 
 
 def redact_text(text: str) -> str:

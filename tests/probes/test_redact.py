@@ -62,3 +62,12 @@ def test_token_counts_and_special_tokens_are_not_secrets():
     assert redact_text(line) == line
     assert redact_text("api_token: s3cr3t HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz") == (
         "api_token: <redacted> HF_TOKEN=<redacted>")
+
+
+def test_quoted_values_are_hidden_whole():
+    text = 'export DB_PASSWORD="correct horse battery" NCCL_DEBUG=INFO'
+    assert redact_text(text) == f'export DB_PASSWORD="{REDACTED}" NCCL_DEBUG=INFO'
+    assert redact_text("{'api_key': 'two words', 'user': 'bob'}") == (
+        f"{{'api_key': '{REDACTED}', 'user': 'bob'}}")
+    assert "unterminated" not in redact_text('HF_TOKEN="unterminated value')
+    assert redact_text(redact_text(text)) == redact_text(text)
