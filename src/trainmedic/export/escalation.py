@@ -1,6 +1,7 @@
 """What to collect when no fix helped: the maintainers' minimum (seed 000 §11.9) as commands.
 
-Shared by the runbook's last section and the incident report, so both ask for the same things.
+The runbook's last section. The incident report's checklist (`report._checklist`) asks for the
+same items with what the walk already knows filled in: change the two together.
 """
 
 from __future__ import annotations

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from trainmedic.trees import Fix, Forest, Question, Text, Tree, builtin_tree_dir
-from trainmedic.trees.model import Source
 
 
 def text(value: Text | str | None) -> object:
@@ -31,10 +30,6 @@ def source_file(file: str) -> str:
         return file.replace("\\", "/")
 
 
-def line(src: Source) -> int:
-    return src.line
-
-
 def tree_json(forest: Forest, tree: Tree) -> dict:
     questions, fixes = forest.counts(tree.id)
     return {
@@ -44,7 +39,7 @@ def tree_json(forest: Forest, tree: Tree) -> dict:
         "tags": list(tree.tags),
         "start": tree.start,
         "file": source_file(tree.file),
-        "line": line(tree.src),
+        "line": tree.src.line,
         "counts": {"questions": questions, "fixes": fixes},
         "nodes": [_node(forest, tree, node) for node in tree.nodes.values()],
     }
@@ -53,26 +48,26 @@ def tree_json(forest: Forest, tree: Tree) -> dict:
 def _node(forest: Forest, tree: Tree, node: Question | Fix) -> dict:
     if isinstance(node, Question):
         return {
-            "id": node.id, "kind": "question", "line": line(node.src),
+            "id": node.id, "kind": "question", "line": node.src.line,
             "question": text(node.question), "help": text(node.help),
             "source": list(node.source),
             "answers": [
                 {
                     "text": text(answer.text), "goto": answer.goto,
                     "target": str(ref) if (ref := forest.resolve(tree.id, answer.goto)) else None,
-                    "when": [{"fact": r.fact, "op": r.op, "value": r.value, "line": line(r.src)}
+                    "when": [{"fact": r.fact, "op": r.op, "value": r.value, "line": r.src.line}
                              for r in answer.when],
-                    "because": text(answer.because), "line": line(answer.src),
+                    "because": text(answer.because), "line": answer.src.line,
                 }
                 for answer in node.answers
             ],
         }
     return {
-        "id": node.id, "kind": "fix", "line": line(node.src),
+        "id": node.id, "kind": "fix", "line": node.src.line,
         "fix": text(node.fix), "why": text(node.why),
-        "steps": [{"do": text(s.do), "code": s.code, "lang": s.lang, "line": line(s.src)}
+        "steps": [{"do": text(s.do), "code": s.code, "lang": s.lang, "line": s.src.line}
                   for s in node.steps],
         "verify": text(node.verify), "myth": text(node.myth),
-        "refs": [{"title": text(r.title), "url": r.url, "line": line(r.src)} for r in node.refs],
+        "refs": [{"title": text(r.title), "url": r.url, "line": r.src.line} for r in node.refs],
         "source": list(node.source),
     }
