@@ -26,7 +26,7 @@ _MONTHS = {m: i for i, m in enumerate(
 
 
 def clean(text: str) -> str:
-    """Drop ANSI colour codes and keep the last progress-bar segment (`\\r`) with content."""
+    """Drop ANSI colour codes (coloured loggers) and the line ending; `segments` splits `\\r`."""
     if "\x1b" in text:
         text = _ANSI.sub("", text)
     return text.rstrip("\r\n")
@@ -41,6 +41,7 @@ def segments(text: str) -> list[str]:
 
 
 def line_rank(text: str) -> int | None:
+    """The launcher prefix wins over a rank named inside the message."""
     m = _PREFIX_RANK.match(text)
     if m:
         return int(next(g for g in m.groups() if g is not None))
@@ -50,18 +51,8 @@ def line_rank(text: str) -> int | None:
     return None
 
 
-def prefix_rank(text: str) -> int | None:
-    """Rank from the launcher prefix only (cheap; used for every candidate line)."""
-    m = _PREFIX_RANK.match(text)
-    return int(next(g for g in m.groups() if g is not None)) if m else None
-
-
 def _frac(us: str | None) -> int:
     return int(us.ljust(6, "0")[:6]) if us else 0
-
-
-def line_time(text: str, default_year: int = 2000) -> datetime | None:
-    return line_time_year(text, default_year)[0]
 
 
 def line_time_year(text: str, default_year: int = 2000) -> tuple[datetime | None, bool]:
