@@ -59,6 +59,7 @@ def test_duplicates_dropped_unless_asked():
         ("node[1-[2]]", "nested"),
         ("node[0-99999999]", "over"),
         ("a[0-999]b[0-999]", "more than"),
+        ("node01,-oProxyCommand=touch_x", "starts with '-'"),
     ],
 )
 def test_bad_specs_get_one_line_errors(spec, words):

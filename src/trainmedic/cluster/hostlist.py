@@ -103,6 +103,10 @@ def expand(spec: str, *, unique: bool = True) -> list[str]:
             raise UsageError(f"bad hostlist {spec!r}: more than {MAX_HOSTS} hosts")
     if not hosts:
         raise UsageError(f"empty hostlist {spec!r}")
+    for host in hosts:
+        # ssh and pdsh would read "-oProxyCommand=..." as an option and run it locally
+        if host.startswith("-"):
+            raise UsageError(f"bad hostlist {spec!r}: host {host!r} starts with '-'")
     if unique:
         hosts = list(dict.fromkeys(hosts))
     return hosts
