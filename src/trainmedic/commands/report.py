@@ -47,14 +47,6 @@ def _list(as_json: bool) -> int:
     return 0
 
 
-def _fresh_probes() -> list:
-    try:
-        from trainmedic.probes.runner import run_probes
-    except ImportError as exc:
-        raise UsageError(f"--probe: probes are not available ({exc})") from None
-    return run_probes(None)
-
-
 def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list(args.json)
@@ -73,7 +65,11 @@ def run(args: argparse.Namespace) -> int:
         from trainmedic.export.repoinfo import repo_info
 
         repo = repo_info(args.repo)
-    fresh = _fresh_probes() if args.probe else None
+    fresh = None
+    if args.probe:
+        from trainmedic.probes.runner import run_probes
+
+        fresh = run_probes(None)
     forest = load_forest(args.trees)  # a report must work even while some tree has errors
     if args.json:
         text = json.dumps(build_report(saved.data, forest, repo=repo, fresh_probes=fresh),

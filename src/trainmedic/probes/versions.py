@@ -39,9 +39,7 @@ def dist_version(names: tuple[str, ...]) -> str:
     for name in names:
         try:
             return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-        except Exception:  # broken metadata must not break the probe
+        except Exception:  # not installed (PackageNotFoundError), or broken metadata
             continue
     return ""
 
