@@ -108,3 +108,13 @@ def test_compare_reports_majority_and_minority():
     [outlier], splits = compare(facts)
     assert outlier.majority == "550" and outlier.majority_count == 2
     assert outlier.minority == {"n0": "535"} and splits == []
+
+
+def test_table_prints_node_values_that_look_like_markup():
+    """Values come from the nodes: rich markup in one must be printed, never raise."""
+    from trainmedic.cluster.render import render_text
+
+    payloads = {f"n{i}": healthy_payload(f"n{i}") for i in range(3)}
+    payloads["n3"] = patched("n3", versions={"nccl": "[/]2.[bold]18"})
+    text = render_text(aggregate(run_of(payloads)), all_columns=True)
+    assert "[/]2.[bold]18" in text

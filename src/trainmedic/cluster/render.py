@@ -149,6 +149,7 @@ def render_text(result: dict, *, all_columns: bool = False, width: int | None = 
     from rich import box
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     header, rows = table_rows(result, all_columns)
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, padding=(0, 1),
@@ -164,7 +165,8 @@ def render_text(result: dict, *, all_columns: bool = False, width: int | None = 
             table.add_column(name, no_wrap=True, overflow="ellipsis")
     for cells in rows:
         style = None if cells[1] == "ok" else "bold red"
-        table.add_row(*cells, style=style)
+        # values come from the nodes: a "[/]" in one must print, not raise a MarkupError
+        table.add_row(*(Text(cell) for cell in cells), style=style)
     if all_columns:  # everything was asked for: let the table take its natural width
         width = max(width or 0, 240)
     console = Console(width=width, record=True, highlight=False, soft_wrap=False,
