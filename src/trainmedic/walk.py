@@ -247,17 +247,29 @@ class WalkSession:
             if not isinstance(node, Question) or not 0 <= step.answer < len(node.answers):
                 raise bad(f"step {i + 1} ({step.node}) no longer fits the trees")
             _ref_or_bad(forest, step.goto, bad)
+        stack = data.get("stack") or []
+        if not isinstance(stack, list):
+            raise bad(f"malformed (stack is {type(stack).__name__}, not a list)")
         session.steps = steps
         session.current = current
-        session.stack = [str(s) for s in data.get("stack") or []]
+        session.stack = [str(_ref_or_bad(forest, str(s), bad)) for s in stack]
         session.started = str(data.get("started") or session.started)
         session.updated = str(data.get("updated") or session.updated)
-        session.probes = [dict(p) for p in data.get("probes") or [] if isinstance(p, Mapping)]
+        probes = data.get("probes") or []
+        # facts_from reads these at once: one hand-edited entry must not crash the screen
+        session.probes = [dict(p) for p in probes if _is_probe(p)] \
+            if isinstance(probes, list) else []
         triage = data.get("triage")
         session.triage = dict(triage) if isinstance(triage, Mapping) else None
         session.launch_command = str(data.get("launch_command") or "")
         session.notes = str(data.get("notes") or "")
         return session
+
+
+def _is_probe(p: object) -> bool:
+    """A saved probe result that `facts_from` can read: a name, and mappings where it wants them."""
+    return isinstance(p, Mapping) and isinstance(p.get("name"), str) \
+        and all(isinstance(p.get(k) or {}, Mapping) for k in ("facts", "evidence"))
 
 
 def _ref(forest: Forest, text: object) -> Ref:

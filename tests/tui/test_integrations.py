@@ -234,6 +234,7 @@ def test_bad_spec_is_reported_on_screen(monkeypatch):
             await pilot.pause()
             status = str(app.screen.query_one("#sweep-status", Static).render())
             assert "sweep failed: --nodes slurm: SLURM_JOB_NODELIST is not set" in status
+            assert app.focused is app.screen.query_one("#sweep-spec", Input)  # to mend it
     run(go())
 
 

@@ -320,6 +320,38 @@ def test_resume_of_walk_that_no_longer_fits_is_refused():
     run(go())
 
 
+def test_resume_of_a_hand_edited_walk_never_crashes_the_app():
+    """A malformed stack refuses the walk; unreadable probe entries are dropped, the rest kept."""
+    async def go():
+        first = make_app()
+        async with first.run_test() as pilot:
+            await pilot.press(*"memory", "enter", "1")
+            await pilot.pause()
+        path = list_walks()[0][0].path
+        data = json.loads(path.read_text())
+        good = {"name": "gpu", "status": "warn", "summary": "GPU 3 at 99 % memory",
+                "facts": {"max_memory_fraction": 0.99}, "evidence": {}}
+        data["probes"] = [{"facts": []}, 3, {"name": "env", "facts": ["x"]}, good]
+        data["triage"] = {"summary": "edited", "evidence": 7}
+        path.write_text(json.dumps(data))
+        app = make_app()
+        async with app.run_test(notifications=True) as pilot:
+            await pilot.press(*"resume", "enter")
+            await pilot.pause()
+            assert _current(app) == "mem#shrink"
+            assert app.screen.session.probes == [good]
+            assert "GPU 3 at 99 % memory" in str(app.screen.query_one(EvidencePanel).render())
+        data["stack"] = 5
+        path.write_text(json.dumps(data))
+        app = make_app()
+        async with app.run_test(notifications=True) as pilot:
+            await pilot.press(*"resume", "enter")
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen)
+            assert any("stack is int" in n.message for n in app._notifications)
+    run(go())
+
+
 def test_home_filter_edits_with_backspace_and_paste():
     async def go():
         app = make_app()
@@ -445,6 +477,60 @@ def test_triage_error_is_shown_not_raised():
             await pilot.pause()
             assert isinstance(app.screen, HomeScreen)
     run(go())
+
+
+def test_failed_triage_clears_the_findings_of_the_log_before():
+    class FailsOnSecond(FakeTriage):
+        def triage_paths(self, paths):
+            from trainmedic.errors import UsageError
+
+            if paths == ["nope.log"]:
+                raise UsageError("nope.log: no such file or folder")
+            return super().triage_paths(paths)
+
+    async def go():
+        app = make_app(triage_api=FailsOnSecond())
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("ctrl+t")
+            await pilot.pause()
+            await pilot.press(*"rank3.log", "enter")
+            await pilot.pause(0.3)
+            findings = app.screen.query_one("#findings", OptionList)
+            assert findings.option_count == 1
+            app.screen.query_one("#log-path").value = "nope.log"
+            await pilot.press("ctrl+r")
+            await pilot.pause(0.3)
+            assert "triage failed" in str(app.screen.query_one("#triage-status").render())
+            assert findings.option_count == 0 and app.screen.findings == []
+    run(go())
+
+
+def test_a_tree_broken_after_home_was_painted_ends_the_app_with_one_line():
+    """Home paints from cached cards; the forest loads later. If it fails then: exit 2, no
+    traceback (Textual prints an exception with __rich__ as its message)."""
+    from trainmedic.errors import UsageError
+    from trainmedic.tui.app import TrainmedicApp, TreesBroken
+    from trainmedic.tui.catalog import cards_from_forest
+
+    def broken():
+        raise UsageError("trees/mem.yaml:3: YAML syntax")
+
+    app = TrainmedicApp(None, cards=cards_from_forest(make_app().forest), forest_loader=broken,
+                        probes=False)
+
+    async def go():
+        async with app.run_test() as pilot:
+            await pilot.press("enter")
+            await pilot.pause()
+
+    try:
+        run(go())
+    except TreesBroken as exc:
+        assert exc.__rich__() == "trainmedic: error: trees/mem.yaml:3: YAML syntax"
+    else:
+        raise AssertionError("the app went on without its trees")
+    assert app.trees_error == "trees/mem.yaml:3: YAML syntax"
+    assert app.return_code != 0
 
 
 def test_home_lists_a_walk_left_with_escape():

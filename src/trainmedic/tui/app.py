@@ -29,6 +29,17 @@ if TYPE_CHECKING:
 ProbeRunner = Callable[[list[str] | None], list[Any]]
 
 
+class TreesBroken(Exception):
+    """A tree file broke after home was painted from cached cards.
+
+    Raised out of whatever handler needed the forest: Textual ends the app on it and, because
+    it has `__rich__`, prints that one line instead of a traceback.
+    """
+
+    def __rich__(self) -> str:
+        return f"trainmedic: error: {self.args[0]}"
+
+
 def node_search_provider() -> type[Provider]:
     """Imported on first use of the palette: `textual.command` is not needed to paint home."""
     from trainmedic.tui.search import NodeSearchProvider
@@ -72,6 +83,7 @@ class TrainmedicApp(App[int]):
         self._triage_api = triage_api
         self._save = save
         self._save_failed = False
+        self.trees_error = ""  # set when the lazy forest load failed: the CLI exits 2
 
     # -- the trees ------------------------------------------------------------------------------
     @property
@@ -84,8 +96,8 @@ class TrainmedicApp(App[int]):
                     try:
                         self._forest = self._forest_loader()
                     except UsageError as exc:  # a tree file broke since the cards were saved
-                        self.exit(2, message=f"trainmedic: error: {exc}")
-                        raise
+                        self.trees_error = str(exc)
+                        raise TreesBroken(str(exc)) from None
         return self._forest
 
     @property

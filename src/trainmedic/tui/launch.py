@@ -41,7 +41,7 @@ def build_home_app(trees: Sequence[str], app_class: type[TrainmedicApp] | None =
 def run_home(trees: list[str]) -> int:
     app = build_home_app(trees)
     app.run()
-    return app.return_code or 0
+    return 2 if app.trees_error else app.return_code or 0
 
 
 def run_walk(forest: Forest, session: WalkSession, *, probes: bool = True) -> int:

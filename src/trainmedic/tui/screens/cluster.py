@@ -250,6 +250,7 @@ class ClusterScreen(Screen):
         status = self.query_one("#sweep-status", Static)
         if event.state == WorkerState.ERROR:
             status.update(Text(f"sweep failed: {event.worker.error}", style="red"))
+            self.action_edit_spec()  # nearly always a bad SPEC: typing now mends it, not `s`
             return
         self.action_reload()
         bad = len((self.result or {}).get("bad_nodes") or [])

@@ -48,8 +48,8 @@ class TriageScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("Log triage", "bold"), "  name what went wrong and where to "
                                    "continue"), id="titlebar")
-        yield Label("Log file (enter or ^r to analyse)")
-        yield Input(placeholder="path/to/rank0.log", id="log-path")
+        yield Label("Log file, or the folder of every rank's log (enter or ^r to analyse)")
+        yield Input(placeholder="logs/  or  logs/rank0.log", id="log-path")
         yield Label("…or paste an error line or traceback")
         yield TextArea(id="paste", soft_wrap=True, show_line_numbers=False)
         yield Static(id="triage-status")
@@ -86,6 +86,7 @@ class TriageScreen(Screen):
                                style="yellow"))
             return
         status.update(Text("analysing…", style="italic"))
+        self._clear_results()  # an error below must not sit above the last log's findings
         if path:
             work = lambda: api.triage_paths([str(Path(path).expanduser())])  # noqa: E731
         else:
@@ -106,6 +107,11 @@ class TriageScreen(Screen):
         findings = getattr(result, "findings", result) or []
         self.findings = [finding_to_dict(f) for f in findings]
         self.show_findings()
+
+    def _clear_results(self) -> None:
+        self.findings = []
+        self.query_one("#findings", OptionList).clear_options()
+        self.query_one(LossCurve).show(None)
 
     def show_findings(self) -> None:
         options = self.query_one("#findings", OptionList)

@@ -22,7 +22,8 @@ class EvidencePanel(Static):
         if triage:
             text.append("Log triage\n", style="bold")
             text.append(str(triage.get("summary", "")) + "\n")
-            for line in triage.get("evidence", [])[:6]:
+            evidence = triage.get("evidence")  # from a saved walk: may be hand-edited
+            for line in (evidence if isinstance(evidence, list) else [])[:6]:
                 text.append(f"  {line}\n", style="italic")
             text.append("\n")
         if suggestion is not None:
