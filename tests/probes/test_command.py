@@ -150,3 +150,11 @@ def test_verbose_table_prints_fact_values_literally(capsys):
     out = capsys.readouterr().out
     assert "'[bold]H100'" in out
     assert "GPU 0 [red]seen" in out
+
+
+def test_list_as_json_names_every_probe_and_its_facts():
+    proc = trainmedic("probe", "--list", "--json")
+    listed = {p["name"]: p for p in json.loads(proc.stdout)}
+    assert proc.returncode == 0
+    assert listed["gpu"]["facts"]["max_memory_fraction"] == "float"
+    assert "rendezvous" in listed and listed["rendezvous"]["timeout_s"] > 0

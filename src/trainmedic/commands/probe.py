@@ -45,9 +45,14 @@ def payload(results: list[ProbeResult], *, include_raw: bool) -> dict:
     }
 
 
-def _print_list() -> None:
+def _print_list(as_json: bool) -> None:
     from trainmedic.probes.registry import PROBES
 
+    if as_json:
+        json.dump([{"name": s.name, "description": s.description, "timeout_s": s.timeout,
+                    "facts": dict(s.facts)} for s in PROBES.values()], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return
     for spec in PROBES.values():
         facts = ", ".join(f"{k}:{v}" for k, v in spec.facts.items())
         print(f"{spec.name:14} {spec.description}\n{'':14} timeout {spec.timeout:g}s; {facts}")
@@ -83,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
         return run_nodes(args)
     if args.list:
-        _print_list()
+        _print_list(args.json)
         return 0
     if args.timeout is not None and args.timeout <= 0:
         raise UsageError("--timeout must be a positive number of seconds")

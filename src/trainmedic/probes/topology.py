@@ -49,8 +49,6 @@ def parse_matrix(text: str) -> tuple[list[str], dict[str, dict[str, str]], dict[
             values = cells[1 : 1 + len(columns)]
             if len(values) == len(columns):
                 matrix[row] = dict(zip(columns, values, strict=True))
-        elif line.strip().startswith("Legend"):
-            continue
     return columns, matrix, legend
 
 
