@@ -6,7 +6,7 @@ import json
 
 from textual import events
 from textual.widgets import OptionList, Static, Tree
-from tui_helpers import HangingProbes, gpu_full, make_app, run
+from tui_helpers import HangingProbes, gpu_full, make_app, run, screen_text
 
 from trainmedic.state import list_walks, walks_dir
 from trainmedic.tui.screens.browse import BrowseScreen
@@ -116,6 +116,35 @@ def test_copy_commands_to_clipboard():
     run(go())
 
 
+def test_copy_in_tmux_says_how_to_let_it_through(monkeypatch):
+    """tmux drops OSC 52 unless set-clipboard is on: the toast must not promise a paste."""
+    monkeypatch.setenv("TMUX", "/tmp/tmux-0/default,1,0")
+
+    async def go():
+        app = make_app()
+        async with app.run_test(notifications=True) as pilot:
+            await pilot.press(*"memory", "enter", "2", "1")
+            await pilot.pause()
+            assert app.clipboard.startswith("import torch")
+            assert any("set-clipboard on" in n.message for n in app._notifications)
+    run(go())
+
+
+def test_restart_is_offered_only_once_there_is_an_answer_to_undo():
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(100, 24)) as pilot:
+            await pilot.press(*"memory", "enter")
+            await pilot.pause()
+            titles = {c.title for c in app.get_system_commands(app.screen)}
+            assert "Restart" not in titles
+            await pilot.press("1")
+            await pilot.pause()
+            titles = {c.title for c in app.get_system_commands(app.screen)}
+            assert "Restart" in titles
+    run(go())
+
+
 def test_ui_keeps_responding_while_a_probe_hangs():
     async def go():
         probes = HangingProbes()
@@ -177,6 +206,8 @@ def test_browse_outline_search_and_walk_from_node():
             await pilot.pause()
             leaves = [c for t in outline.root.children for c in t.children]
             assert [leaf.data and str(leaf.data) for leaf in leaves] == ["mem#recompute"]
+            # the detail shows the first hit, not the node read before the search
+            assert "mem#recompute" in "\n".join(screen_text(app))
             await pilot.press("enter", "down", "down", "w")
             await pilot.pause()
             assert _current(app) == "mem#recompute"

@@ -47,8 +47,8 @@ class BrowseScreen(Screen):
         self.focus_ref = focus
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("Browse", "bold"), "  every tree, read-only — enter expands, "
-                                   "w walks from the highlighted node"), id="titlebar")
+        yield Static(Text.assemble(("Browse", "bold"), "  read-only: enter expands, w walks from "
+                                   "the highlighted node"), id="titlebar")
         yield Input(placeholder="/ search questions and fixes in all trees…", id="search")
         with Horizontal(id="browse-body"):
             yield Tree("trees", id="outline")
@@ -162,6 +162,7 @@ class BrowseScreen(Screen):
             by_tree[ref.tree].add_leaf(_label(self.forest, ref), data=ref)
         if not hits:
             outline.root.add_leaf(Text(f"nothing matches '{query}'", style="dim"))
+        self._show(hits[0] if hits else None)  # not the node read before the search
 
     def on_input_submitted(self, _event: Input.Submitted) -> None:
         self.query_one("#outline", Tree).focus()

@@ -68,7 +68,7 @@ class ExportScreen(ModalScreen[Path | None]):
         if error:
             status.update(Text(error, style="red"))
             return
-        self.app.notify(f"Runbook of {self.tree_id} written to {path}", title="Export")
+        self.app.notify(f"Runbook of {self.tree_id} written to {path.absolute()}", title="Export")
         self.dismiss(path)
 
     def action_cancel(self) -> None:

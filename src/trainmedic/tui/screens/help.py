@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar
 
+from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -32,7 +34,9 @@ def _rows(bindings) -> list[tuple[str, str]]:
     return [(" / ".join(keys), desc) for desc, keys in rows.items()]
 
 
-def help_table() -> Table:
+def keys_help() -> Group:
+    """One titled block per screen; titles sit above their keys, so the key column stays as
+    narrow as the longest key and the descriptions get the width."""
     from trainmedic.tui.app import TrainmedicApp
     from trainmedic.tui.screens.browse import BrowseScreen
     from trainmedic.tui.screens.cluster import ClusterScreen
@@ -45,13 +49,11 @@ def help_table() -> Table:
     from trainmedic.tui.screens.walk import WalkScreen
     from trainmedic.tui.widgets.codeblock import CodeBlock
 
-    table = Table(box=None, show_header=False, padding=(0, 2, 0, 0), expand=True)
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column()
     sections = [
         ("Everywhere", [*TrainmedicApp.BINDINGS, Binding(
             "ctrl+p", "", "command palette: actions and node search", key_display="^p")]),
-        ("Home", HomeScreen.BINDINGS),
+        ("Home", [Binding("", "", "type to filter the list; backspace, ^u edit it",
+                          key_display="a-z"), *HomeScreen.BINDINGS]),
         ("Question / fix", [*WalkScreen.BINDINGS, *CodeBlock.BINDINGS,
                             Binding("enter", "", "choose the highlighted answer")]),
         ("Browse", BrowseScreen.BINDINGS),
@@ -63,14 +65,22 @@ def help_table() -> Table:
         ("Probes", ProbesScreen.BINDINGS),
         ("Launch command", LaunchCommandScreen.BINDINGS),
     ]
+    blocks = []
     for title, bindings in sections:
-        table.add_row(f"[reverse] {title} [/]", "")
         if title != "Everywhere":
             bindings = [b for b in bindings if getattr(b, "action", "") not in GLOBAL_ACTIONS]
-        for key, desc in _rows(bindings):
+        blocks.append((title, _rows(bindings)))
+    key_width = max(len(key) for _title, rows in blocks for key, _desc in rows)
+    parts: list[Text | Table] = []
+    for title, rows in blocks:
+        parts.append(Text(f" {title} ", style="reverse"))
+        table = Table.grid(padding=(0, 2, 0, 0), expand=True)
+        table.add_column(style="bold", no_wrap=True, width=key_width)
+        table.add_column(ratio=1)
+        for key, desc in rows:
             table.add_row(key, desc)
-        table.add_row("", "")
-    return table
+        parts.extend([table, Text("")])
+    return Group(*parts)
 
 
 class HelpScreen(ModalScreen[None]):
@@ -85,4 +95,4 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box") as box:
             box.border_title = "Keys  (esc closes)"
-            yield Static(help_table())
+            yield Static(keys_help())

@@ -74,8 +74,9 @@ class ReportScreen(Screen):
             return
         self._guard.reset()
         self.saved_to = path
-        status.update(Text(f"saved to {path}", style="green"))
-        self.notify(f"Report saved to {path}", title="Incident report")
+        where = path.absolute()  # "./report.md" says nothing about which folder, at 3 a.m.
+        status.update(Text(f"saved to {where}", style="green"))
+        self.notify(f"Report saved to {where}", title="Incident report")
 
     def action_leave(self) -> None:
         self.app.pop_screen()

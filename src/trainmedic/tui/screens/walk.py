@@ -251,6 +251,8 @@ class WalkScreen(Screen):
             return bool(s.stack)
         if action == "report":
             return s.fix is not None
+        if action == "restart":
+            return bool(s.steps)  # at the first node (or a fix opened from triage) a no-op
         if action == "launch_command":
             return s.question is not None and "memory" in s.question.probes
         if action == "rerun_probes":

@@ -1,7 +1,9 @@
-"""A focusable, syntax-highlighted command; `c` copies it (OSC 52 works over SSH and tmux)."""
+"""A focusable, syntax-highlighted command; `c` copies it by OSC 52 (works over SSH; tmux passes
+it on only with `set-clipboard on`)."""
 
 from __future__ import annotations
 
+import os
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
@@ -26,7 +28,16 @@ class CodeBlock(Static, can_focus=True):
 
     def action_copy(self) -> None:
         self.app.copy_to_clipboard(self.code)
-        self.app.notify(f"Copied command {self.number}", timeout=2)
+        self.app.notify(copied_message(self.number), timeout=4 if os.environ.get("TMUX") else 2)
+
+
+def copied_message(number: int) -> str:
+    """The copy is an escape sequence the terminal may drop; tmux drops it by default
+    (`set-clipboard external`), so a paste there would silently be yesterday's text."""
+    if os.environ.get("TMUX"):
+        return (f"Copied command {number} (OSC 52). Paste empty in tmux? "
+                "`tmux set -g set-clipboard on`")
+    return f"Copied command {number}"
 
 
 def _lexer(lang: str) -> str:
