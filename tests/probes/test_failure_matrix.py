@@ -38,7 +38,8 @@ def test_every_probe_survives(fakebin, mode):
                 fakebin(tool, body, executable=mode != "not-executable")
     start = time.monotonic()
     results = run_probes(list(TOOLS), timeout=TIMEOUT)
-    assert time.monotonic() - start < TIMEOUT + 0.5
+    # all probes together take about one timeout, not one each (loose bound: 2 shared cores)
+    assert time.monotonic() - start < 2 * TIMEOUT
     for result in results:
         check_types(result)
         assert result.status in ("unavailable", "fail"), (result.name, result.summary)
