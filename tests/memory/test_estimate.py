@@ -173,6 +173,10 @@ def test_bad_values_are_usage_errors():
         config_from_args(["--hidden-size"])
     with pytest.raises(UsageError, match="at least 1"):
         cfg_of(BASE + " --tensor-model-parallel-size 0")
+    for flag in ("--make-vocab-size-divisible-by", "--kv-channels", "--num-query-groups",
+                 "--ffn-hidden-size", "--vocab-size"):  # 0 divided by zero or sized nothing
+        with pytest.raises(UsageError, match=f"{flag} must be at least 1"):
+            cfg_of(f"{BASE} {flag} 0")
     with pytest.raises(UsageError, match="moe-layer-freq"):
         config_from_args(["--moe-layer-freq", "__import__('os')"])
 

@@ -388,11 +388,12 @@ def require(cfg: MemoryConfig) -> MemoryConfig:
     for attr in (
         "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
         "expert_model_parallel_size", "micro_batch_size", "num_layers", "hidden_size",
-        "num_attention_heads", "seq_length",
+        "num_attention_heads", "seq_length", "make_vocab_size_divisible_by",
     ):
         if getattr(cfg, attr) < 1:
             raise UsageError(f"--{attr.replace('_', '-')} must be at least 1")
-    for attr in ("world_size", "global_batch_size", "num_experts", "expert_tensor_parallel_size"):
+    for attr in ("world_size", "global_batch_size", "num_experts", "expert_tensor_parallel_size",
+                 "kv_channels", "num_query_groups", "ffn_hidden_size", "vocab_size"):
         value = getattr(cfg, attr)
         if value is not None and value < 1:
             raise UsageError(f"--{attr.replace('_', '-')} must be at least 1")
