@@ -179,6 +179,10 @@ def test_bad_values_are_usage_errors():
             cfg_of(f"{BASE} {flag} 0")
     with pytest.raises(UsageError, match="moe-layer-freq"):
         config_from_args(["--moe-layer-freq", "__import__('os')"])
+    with pytest.raises(UsageError, match="--moe-layer-freq must be at least 1"):
+        config_from_args(["--moe-layer-freq", "0"])  # was a ZeroDivisionError later
+    with pytest.raises(UsageError, match="moe-layer-freq"):  # 10^10 items, not built
+        config_from_args(["--moe-layer-freq", "([1]*100000)*100000"])
 
 
 def test_uneven_pipeline_stages():

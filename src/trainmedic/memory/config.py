@@ -279,9 +279,13 @@ def parse_moe_layer_freq(text: str) -> int | list[int]:
     """An int, or a list such as `[0]*3+[1]*29` / `([0]+[1]*3)*2` (Megatron's own syntax)."""
     text = text.strip()
     try:
-        return int(text)
+        every = int(text)
     except ValueError:
         pass
+    else:
+        if every < 1:  # "every N-th layer is MoE": 0 would divide by zero later
+            raise UsageError(f"--moe-layer-freq must be at least 1, not {every}")
+        return every
     try:
         value = _eval_list_expr(ast.parse(text, mode="eval").body)
     except (SyntaxError, ValueError, TypeError, RecursionError) as exc:
@@ -301,9 +305,10 @@ def _eval_list_expr(node: ast.AST) -> int | list[int]:
         left, right = _eval_list_expr(node.left), _eval_list_expr(node.right)
         if isinstance(node.op, ast.Add):
             return left + right  # type: ignore[operator]
-        if isinstance(left, list) and isinstance(right, int) and right <= 100_000:
+        # the bound is on the result: ([1]*100000)*100000 must not build 10^10 items
+        if isinstance(left, list) and isinstance(right, int) and len(left) * right <= 100_000:
             return left * right
-        if isinstance(right, list) and isinstance(left, int) and left <= 100_000:
+        if isinstance(right, list) and isinstance(left, int) and len(right) * left <= 100_000:
             return right * left
         if isinstance(left, int) and isinstance(right, int):
             return left * right
