@@ -68,6 +68,35 @@ def redact_text(text: str) -> str:
     return _ASSIGNMENT.sub(_assignment, text)
 
 
+_FLAG_VALUE = re.compile(
+    r"(?P<flag>--?[A-Za-z][A-Za-z0-9_.-]*)(?P<sep>=|\s+)(?P<value>[^\s-][^\s]*)")
+
+
+def _flag(match: re.Match[str]) -> str:
+    if is_secret_name(match["flag"].lstrip("-")):
+        return f"{match['flag']}{match['sep']}{REDACTED}"
+    return match[0]
+
+
+def redact_command(command: str) -> str:
+    """A command line with secret flag values (`--hf-token X`, `--api-key=X`) hidden too.
+
+    Only for text known to be a command line: in free text "--token" may be prose.
+    """
+    return redact_text(_FLAG_VALUE.sub(_flag, command or ""))
+
+
+def redact_argv(words: list[str]) -> list[str]:
+    """`redact_command` for a command already split into words (`--hf-token`, `X`)."""
+    out: list[str] = []
+    for word in words:
+        secret_flag = bool(out) and out[-1].startswith("-") and "=" not in out[-1] \
+            and is_secret_name(out[-1].lstrip("-"))
+        out.append(REDACTED if secret_flag and not word.startswith("-")
+                   else redact_command(word))
+    return out
+
+
 def redact_env(mapping: Mapping[str, str]) -> dict[str, str]:
     """A copy of an environment with secret-named values hidden and others scrubbed."""
     return {

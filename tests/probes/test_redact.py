@@ -71,3 +71,13 @@ def test_quoted_values_are_hidden_whole():
         f"{{'api_key': '{REDACTED}', 'user': 'bob'}}")
     assert "unterminated" not in redact_text('HF_TOKEN="unterminated value')
     assert redact_text(redact_text(text)) == redact_text(text)
+
+
+def test_split_command_lines_hide_the_word_after_a_secret_flag():
+    from trainmedic.redact import redact_argv
+
+    words = ["torchrun", "--hf-token", "abc123", "--nproc-per-node", "8", "--api-key=XYZ987",
+             "--rdzv-endpoint=https://u:pw1234@etcd:2379", "--token", "--standalone"]
+    assert redact_argv(words) == [
+        "torchrun", "--hf-token", REDACTED, "--nproc-per-node", "8", f"--api-key={REDACTED}",
+        f"--rdzv-endpoint=https://{REDACTED}@etcd:2379", "--token", "--standalone"]

@@ -13,6 +13,7 @@ from trainmedic.memory.checks import run_checks
 from trainmedic.memory.environment import environment_checks
 from trainmedic.memory.inputs import add_common_arguments, capacity_from_args, load_config
 from trainmedic.memory.model import estimate
+from trainmedic.redact import redact_argv
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,13 +31,6 @@ def memory_check(report) -> dict[str, str]:  # type: ignore[no-untyped-def]
     return {"name": "memory", "status": status, "message": message}
 
 
-def _redacted(words: list[str]) -> list[str]:
-    """Launcher words can carry credentials (rendezvous URLs, tokens)."""
-    from trainmedic.redact import redact_text
-
-    return [redact_text(w) for w in words]
-
-
 def run(args: argparse.Namespace) -> int:
     cfg, cmd = load_config(args)
     capacity, source = capacity_from_args(args)
@@ -50,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
             "ok": not failed,
             "checks": checks,
             "memory": report.to_dict(),
-            "training_command": {"line": cmd.line, "launcher": _redacted(cmd.launcher),
+            "training_command": {"line": cmd.line, "launcher": redact_argv(cmd.launcher),
                                  "script": cmd.script} if cmd else None,
         }, indent=2))
     else:

@@ -15,25 +15,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from trainmedic.export.markdown import fence, one_line, prose
-from trainmedic.redact import REDACTED, is_secret_name, redact_text
+from trainmedic.redact import REDACTED, is_secret_name, redact_command, redact_text
 from trainmedic.trees import Fix, Forest, Question
 
-_FLAG_VALUE = re.compile(
-    r"(?P<flag>--?[A-Za-z][A-Za-z0-9_.-]*)(?P<sep>=|\s+)(?P<value>[^\s-][^\s]*)")
 VERSION_FACTS = (("torch", "PyTorch"), ("torch_cuda", "CUDA (PyTorch build)"),
                  ("nccl", "NCCL"), ("transformer_engine", "TransformerEngine"),
                  ("python", "Python"), ("megatron_core", "Megatron Core"),
                  ("flash_attn", "FlashAttention"), ("apex", "Apex"), ("deepspeed", "DeepSpeed"))
-
-
-def redact_command(command: str) -> str:
-    """A launch command with secret flag values (`--hf-token X`, `--api-key=X`) hidden too."""
-    def flag(match: re.Match[str]) -> str:
-        if is_secret_name(match["flag"].lstrip("-")):
-            return f"{match['flag']}{match['sep']}{REDACTED}"
-        return match[0]
-
-    return redact_text(_FLAG_VALUE.sub(flag, command or ""))
 
 
 def redact_deep(value: Any, key: str = "") -> Any:
