@@ -103,11 +103,6 @@ class WalkSession:
     def finished(self) -> bool:
         return isinstance(self.node, Fix)
 
-    def label(self, ref: Ref) -> str:
-        """A short human name for a node: the fix title or the question text."""
-        node = self.forest.node(ref)
-        return str(node.fix if isinstance(node, Fix) else node.question)
-
     def path(self) -> list[Ref]:
         """Every node visited on the way to the current one, current last (for breadcrumbs)."""
         refs = [self.forest.parse_ref(s.node) for s in self.steps]

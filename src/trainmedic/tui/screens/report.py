@@ -37,7 +37,6 @@ class ReportScreen(Screen):
         super().__init__()
         self.session_data = session_data
         self.markdown = markdown
-        self.saved_to: Path | None = None
         self._guard = SaveGuard()
 
     def compose(self) -> ComposeResult:
@@ -73,7 +72,6 @@ class ReportScreen(Screen):
             status.update(Text(error, style="red"))
             return
         self._guard.reset()
-        self.saved_to = path
         where = path.absolute()  # "./report.md" says nothing about which folder, at 3 a.m.
         status.update(Text(f"saved to {where}", style="green"))
         self.notify(f"Report saved to {where}", title="Incident report")

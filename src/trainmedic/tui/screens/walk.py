@@ -188,12 +188,11 @@ class WalkScreen(Screen):
     def _focus_main(self) -> None:
         if self.session.question is not None:
             self.query_one("#answers", OptionList).focus(scroll_visible=False)
-            self.query_one("#main", VerticalScroll).scroll_home(animate=False)
         else:
             blocks = self.query(CodeBlock)
             if blocks:
                 blocks.first().focus(scroll_visible=False)
-            self.query_one("#main", VerticalScroll).scroll_home(animate=False)
+        self.query_one("#main", VerticalScroll).scroll_home(animate=False)
 
     def _update_evidence(self) -> None:
         s = self.session
@@ -336,7 +335,3 @@ class WalkScreen(Screen):
 
     def action_home(self) -> None:
         self.app.go_home()  # type: ignore[attr-defined]
-
-    def current_state(self) -> dict[str, Any]:
-        """For tests and screenshots: what the screen shows."""
-        return self.session.to_dict()
