@@ -437,6 +437,21 @@ def test_launch_command_feeds_the_memory_estimate():
     run(go())
 
 
+def test_typing_resume_lists_saved_walks_before_trees_that_mention_it():
+    async def go():
+        app = make_app()
+        async with app.run_test() as pilot:
+            await pilot.press(*"memory", "enter", "1", "h")
+            await pilot.pause()
+            home = app.screen
+            tree = next(e for e in home.entries if e.key == "tree:hang")
+            mentions = tree._replace(haystack=tree.haystack + " resume from a checkpoint")
+            home.entries = [mentions, *[e for e in home.entries if e is not tree]]
+            home.set_filter("resume")
+            assert _shown(app)[0].startswith("walk:") and "tree:hang" in _shown(app)
+    run(go())
+
+
 def test_filter_puts_the_tree_named_first():
     async def go():
         app = make_app()

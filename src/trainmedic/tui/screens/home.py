@@ -144,7 +144,9 @@ class HomeScreen(Screen):
         self.apply_filter(text)
 
     def apply_filter(self, query: str) -> None:
-        """Entries holding every word; a tree whose id is the query (or starts it) comes first."""
+        """Entries holding every word; a tree whose id is the query (or starts it) comes first,
+        then entries whose text starts with it ("resume" lists saved walks before a tree that
+        merely mentions resuming)."""
         words = query.lower().split()
         matches = [e for e in self.entries if all(w in e.haystack for w in words)]
         needle = query.strip().lower()
@@ -155,7 +157,9 @@ class HomeScreen(Screen):
                 return 0
             if needle and name.startswith(needle):
                 return 1
-            return 2
+            if needle and entry.haystack.startswith(needle):
+                return 2
+            return 3
 
         self.shown = sorted(matches, key=rank)  # stable: the list order otherwise
         options = self.query_one("#entries", OptionList)
