@@ -95,3 +95,9 @@ def test_cluster_probe_reads_the_last_sweep() -> None:
         f"cluster.{k}": v for k, v in result.evidence.items()})
     assert index is not None and question.answers[index].goto == "bad-node"
     assert any("gpu-a7: 7 of 8 GPUs visible" in line for line in lines)
+
+
+def test_cluster_probe_without_a_sweep_time_does_not_claim_an_age() -> None:
+    save_last_result({"node_count": 2, "answered": 2, "bad_nodes": [], "verdicts": []})
+    result = run_probes(["cluster"])[0]
+    assert result.summary == "all 2 nodes agree (time of the sweep unknown)"

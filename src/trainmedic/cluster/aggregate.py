@@ -340,7 +340,6 @@ def cluster_facts(result: dict | None) -> dict[str, object]:
             and str(f.get("fact", "")).startswith(fact_prefix)
         ))
 
-    age = 0.0
     try:
         age = (datetime.now(UTC) - datetime.fromisoformat(result["time"])).total_seconds()
     except (KeyError, TypeError, ValueError):

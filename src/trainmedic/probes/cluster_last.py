@@ -19,14 +19,15 @@ def probe(budget: Budget) -> ProbeResult:
         return unavailable(NAME, f"no cluster sweep saved at {last_result_path()}: run "
                                  "`trainmedic probe --nodes slurm`")
     facts = cluster_facts(result)
-    age_min = max(0.0, float(facts.get("age_s", 0.0))) / 60
+    age_s = float(facts.get("age_s", -1.0))  # -1: the saved result has no readable time
+    when = f"{age_s / 60:.0f} min ago" if age_s >= 0 else "time of the sweep unknown"
     bad = facts.get("bad_nodes") or []
     verdicts = [str(v) for v in facts.get("verdicts") or []]
     if bad:
-        summary = f"{len(bad)} of {facts.get('nodes')} nodes differ or fail ({age_min:.0f} min ago)"
+        summary = f"{len(bad)} of {facts.get('nodes')} nodes differ or fail ({when})"
         status = "fail"
     else:
-        summary = f"all {facts.get('nodes')} nodes agree ({age_min:.0f} min ago)"
+        summary = f"all {facts.get('nodes')} nodes agree ({when})"
         status = "ok"
     evidence = {name: "; ".join(verdicts[:3]) or summary for name in facts}
     return ProbeResult(NAME, status, summary, facts, raw="\n".join(verdicts), evidence=evidence)
