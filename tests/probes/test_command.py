@@ -7,6 +7,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from trainmedic.errors import UsageError
+
 from .helpers import fixture_path
 
 SECRETS = {
@@ -137,6 +141,8 @@ def test_nodes_and_job_hand_over_to_the_cluster_fan_out(monkeypatch):
     assert probe.run(args) == 7
     assert seen[0].names == ["gpu", "env"] and seen[0].json is True
     assert probe.run(parser.parse_args(["--job", "1234"])) == 7
+    with pytest.raises(UsageError, match="--node-timeout"):
+        probe.run(parser.parse_args(["--nodes", "node01", "--timeout", "5"]))
 
 
 def test_verbose_table_prints_fact_values_literally(capsys):

@@ -86,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
     if args.nodes or args.job:
         from trainmedic.cluster.command import run_nodes
 
+        if args.timeout is not None:  # it would be silently ignored on the nodes
+            raise UsageError("--timeout limits local probes; with --nodes/--job use "
+                             "--node-timeout (each node's probes keep their own limits)")
         return run_nodes(args)
     if args.list:
         _print_list(args.json)
