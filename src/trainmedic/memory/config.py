@@ -389,7 +389,9 @@ def require(cfg: MemoryConfig) -> MemoryConfig:
     """Raise a one-line error naming every missing required argument; validate the rest."""
     missing = ["--" + name.replace("_", "-") for name in REQUIRED if not getattr(cfg, name)]
     if missing:
-        raise UsageError("missing required argument(s): " + ", ".join(missing))
+        # 0 is the "not given" default, so `--num-layers 0` lands here too: say both
+        raise UsageError("missing required argument(s): " + ", ".join(missing)
+                         + " (each must be at least 1)")
     for attr in (
         "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
         "expert_model_parallel_size", "micro_batch_size", "num_layers", "hidden_size",
