@@ -81,6 +81,20 @@ def test_walk_to_fix_by_keys_back_and_restart():
     run(go())
 
 
+def test_breadcrumb_drops_old_steps_not_the_current_node():
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(40, 20)) as pilot:
+            await pilot.press(*"memory", "enter", "1", "2")
+            await pilot.pause()
+            assert _current(app) == "mem#recompute"
+            assert screen_text(app)[0].strip() == "Out of GPU memory  … › recompute"
+            await pilot.resize_terminal(60, 20)
+            await pilot.pause()
+            assert screen_text(app)[0].strip() == "Out of GPU memory  when › shrink › recompute"
+    run(go())
+
+
 def test_cross_tree_link_and_return():
     async def go():
         app = make_app()

@@ -91,20 +91,31 @@ class WalkScreen(Screen):
         yield Footer(compact=True)
 
     def _breadcrumb(self) -> Text:
+        """Tree title and the path, oldest steps dropped first: the node you are at must show
+        (cut at the end, a long path hid exactly that one)."""
         s = self.session
+        title = str(s.forest.trees[s.current.tree].title)
+        labels = [ref.node if ref.tree == s.current.tree else str(ref) for ref in s.path()]
+        room = self.app.size.width - 2 - len(title) - 2  # padding, title, gap
+        shown = [labels[-1]]
+        for label in reversed(labels[:-1]):
+            more = len(labels) > len(shown) + 1  # older crumbs still left out: "… › " too
+            if sum(map(len, shown)) + 3 * len(shown) + len(label) + (4 if more else 0) > room:
+                break
+            shown.insert(0, label)
         text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f"{s.forest.trees[s.current.tree].title}", style="bold")
+        text.append(title, style="bold")
         text.append("  ")
-        path = s.path()
-        shown = path[-5:]
-        if len(path) > len(shown):
+        if len(shown) < len(labels):
             text.append("… › ", style="dim")
-        for i, ref in enumerate(shown):
-            label = ref.node if ref.tree == s.current.tree else str(ref)
+        for i, label in enumerate(shown):
             text.append(label, style="bold reverse" if i == len(shown) - 1 else "")
             if i < len(shown) - 1:
                 text.append(" › ", style="dim")
         return text
+
+    def on_resize(self) -> None:
+        self.query_one("#crumbs", Static).update(self._breadcrumb())
 
     def _compose_question(self, question: Question) -> ComposeResult:
         yield Static(Text(str(question.question), style="bold"), id="question")
