@@ -231,9 +231,11 @@ class ClusterScreen(Screen):
             status.update(Text("type a SPEC first (slurm, or a host list)", style="yellow"))
             self.action_edit_spec()
             return
+        from trainmedic.cluster.fanout import DEFAULT_NODE_TIMEOUT  # what run_nodes applies
+
         self.sweeping = spec
-        status.update(Text(f"sweeping {spec}… each node has 60 s; keys keep working",
-                           style="italic"))
+        status.update(Text(f"sweeping {spec}… each node has {DEFAULT_NODE_TIMEOUT:g} s; keys "
+                           "keep working", style="italic"))
         table = self.query_one("#cluster-table", DataTable)
         if table.display:
             table.focus()
