@@ -110,6 +110,19 @@ def test_suggestions_are_valid_and_reproducible(world):
         assert again.worst.total_mib == pytest.approx(sug["total_mib"])
 
 
+def test_suggestions_for_an_uneven_pipeline():
+    """30 layers = 6 + 9 + 9 + 6 over PP 4 is valid: suggestions follow the same checks."""
+    argv = (BASE + " --num-layers 30 --seq-length 4096 --micro-batch-size 4 "
+            "--pipeline-model-parallel-size 4 --world-size 4 "
+            "--decoder-first-pipeline-num-layers 6 --decoder-last-pipeline-num-layers 6").split()
+    report = estimate(require(config_from_args(argv)), capacity_mib=2 * 1024.0)
+    assert report.verdict == "does not fit"
+    assert report.suggestions  # none were offered while 30 % 4 != 0 counted as invalid
+    for sug in report.suggestions:
+        changed = require(config_from_args(argv + [str(a) for a in sug["args"]]))
+        assert not [c for c in run_checks(changed) if c["status"] == "fail"], sug
+
+
 def test_suggestions_offer_distributed_optimizer_when_missing():
     argv = (BASE + " --num-layers 48 --hidden-size 4096 --num-attention-heads 32 "
             "--world-size 64 --tensor-model-parallel-size 1").split()

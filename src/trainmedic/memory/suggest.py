@@ -1,8 +1,9 @@
 """The cheapest configuration changes that make a run fit, each re-estimated.
 
-A suggestion is only offered when the changed configuration is itself valid (heads, groups,
-layers, world size and global batch still divide), and its number comes from re-running the
-model, never from a rule of thumb. Changes are ordered by what they cost the run: free switches
+A suggestion is only offered when the changed configuration breaks no configuration check the
+original passed (heads, groups, layers, world size and global batch still divide: the same
+`run_checks` preflight shows), and its number comes from re-running the model, never from a rule
+of thumb. Changes are ordered by what they cost the run: free switches
 first, then throughput-costing ones, then those that need more GPUs per model replica.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+from trainmedic.memory.checks import run_checks
 from trainmedic.memory.config import MemoryConfig
 
 if TYPE_CHECKING:
@@ -29,27 +31,8 @@ class Change:
     fields: dict[str, object]
 
 
-def _layout_valid(cfg: MemoryConfig, fixed_world: bool) -> bool:
-    t, p, cp = cfg.tp, cfg.pp, cfg.cp
-    if cfg.num_attention_heads % t or cfg.effective_query_groups % t:
-        return False
-    if cfg.num_layers % p:
-        return False
-    if cfg.num_layers_per_virtual_pipeline_stage and (
-        (cfg.num_layers // p) % cfg.num_layers_per_virtual_pipeline_stage
-    ):
-        return False
-    v = cfg.num_virtual_stages_per_pipeline_rank
-    if v and cfg.num_layers % (p * v):
-        return False
-    if cp > 1 and cfg.seq_length % (2 * cp):
-        return False
-    if fixed_world and cfg.effective_world_size % (t * p * cp):
-        return False
-    if cfg.num_experts and cfg.num_experts % cfg.expert_model_parallel_size:
-        return False
-    per_step = cfg.micro_batch_size * cfg.data_parallel_size
-    return not (cfg.global_batch_size and cfg.global_batch_size % per_step)
+def failed_checks(cfg: MemoryConfig) -> set[str]:
+    return {c["name"] for c in run_checks(cfg) if c["status"] == "fail"}
 
 
 def candidate_changes(cfg: MemoryConfig) -> Iterator[Change]:
@@ -83,14 +66,15 @@ def candidate_changes(cfg: MemoryConfig) -> Iterator[Change]:
                  {"context_parallel_size": cp})
 
 
-def _try(report: MemoryReport, changes: tuple[Change, ...]) -> dict[str, object] | None:
+def _try(report: MemoryReport, changes: tuple[Change, ...],
+         allowed: set[str]) -> dict[str, object] | None:
     from trainmedic.memory.model import estimate
 
     fields: dict[str, object] = {}
     for change in changes:
         fields.update(change.fields)
     new = report.config.replace(**fields)
-    if not _layout_valid(new, fixed_world=report.config.world_size is not None):
+    if not failed_checks(new) <= allowed:  # the change itself breaks the layout
         return None
     est = estimate(new, capacity_mib=report.capacity_mib,
                    capacity_source=report.capacity_source, suggest=False)
@@ -106,11 +90,13 @@ def _try(report: MemoryReport, changes: tuple[Change, ...]) -> dict[str, object]
 
 def suggestions(report: MemoryReport, limit: int = 5) -> list[dict[str, object]]:
     """Single changes that fit, else pairs; failing both, the changes that help most."""
+    allowed = failed_checks(report.config)
     singles = list(candidate_changes(report.config))
-    tried = [r for c in singles if (r := _try(report, (c,))) is not None]
+    tried = [r for c in singles if (r := _try(report, (c,), allowed)) is not None]
     fitting = [r for r in tried if r["verdict"] != "does not fit"]
     if not fitting:
-        pairs = [r for pair in combinations(singles, 2) if (r := _try(report, pair)) is not None]
+        pairs = [r for pair in combinations(singles, 2)
+                 if (r := _try(report, pair, allowed)) is not None]
         fitting = [r for r in pairs if r["verdict"] != "does not fit"]
     if fitting:
         fitting.sort(key=lambda r: (r["cost"], r["total_mib"]))
