@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
 from trainmedic.tui.savefile import SaveGuard, write_text
+from trainmedic.tui.widgets.pathinput import PathInput
 
 
 def runbook_text(forest, tree_id: str) -> str:
@@ -44,7 +45,7 @@ class ExportScreen(ModalScreen[Path | None]):
             yield Static(Text("Markdown runbook of the whole tree (what `trainmedic export "
                               f"{self.tree_id}` prints). enter writes; esc cancels.",
                               style="dim"))
-            yield Input(f"./{self.tree_id}.md", id="export-path")
+            yield PathInput(f"./{self.tree_id}.md", id="export-path")
             yield Static(id="export-status")
         yield Footer(compact=True)
 

@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Markdown, Static
 
 from trainmedic.tui.savefile import SaveGuard, write_text
+from trainmedic.tui.widgets.pathinput import PathInput
 
 
 def default_report_path(walk_id: str) -> str:
@@ -47,7 +48,7 @@ class ReportScreen(Screen):
             yield Markdown(self.markdown, id="report-md")
         with Horizontal(id="save-row"):
             yield Label("save to ", id="save-label")
-            yield Input(default_report_path(walk_id), id="report-path")
+            yield PathInput(default_report_path(walk_id), id="report-path")
         yield Static(id="save-status")
         yield Footer(compact=True)
 

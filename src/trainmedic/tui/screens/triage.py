@@ -14,6 +14,7 @@ from textual.widgets.option_list import Option
 from textual.worker import Worker, WorkerState
 
 from trainmedic.tui.widgets.losscurve import LossCurve
+from trainmedic.tui.widgets.pathinput import PathInput
 
 NOT_AVAILABLE = "triage not available in this build (trainmedic.triage has no triage_paths)"
 
@@ -49,7 +50,7 @@ class TriageScreen(Screen):
         yield Static(Text.assemble(("Log triage", "bold"), "  name what went wrong and where to "
                                    "continue"), id="titlebar")
         yield Label("Log file, or the folder of every rank's log (enter or ^r to analyse)")
-        yield Input(placeholder="logs/  or  logs/rank0.log", id="log-path")
+        yield PathInput(placeholder="logs/  or  logs/rank0.log  (tab completes)", id="log-path")
         yield Label("…or paste an error line or traceback")
         yield TextArea(id="paste", soft_wrap=True, show_line_numbers=False)
         yield Static(id="triage-status")
