@@ -565,6 +565,28 @@ def test_failed_triage_clears_the_findings_of_the_log_before():
     run(go())
 
 
+def test_a_log_with_nothing_known_offers_the_triage_tree():
+    class Nothing(FakeTriage):
+        def triage_paths(self, paths):
+            return []
+
+    async def go():
+        app = make_app(triage_api=Nothing())
+        # the fixture forest has no `triage` tree: stand in for the built-in one
+        app.forest.trees["triage"] = app.forest.trees["mem"]
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("ctrl+t")
+            await pilot.pause()
+            await pilot.press(*"quiet.log", "enter")
+            await pilot.pause(0.3)
+            assert "No known failure" in str(app.screen.query_one("#triage-status").render())
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, WalkScreen)
+            assert app.screen.session.origin.tree == "triage"
+    run(go())
+
+
 def test_a_tree_broken_after_home_was_painted_ends_the_app_with_one_line():
     """Home paints from cached cards; the forest loads later. If it fails then: exit 2, no
     traceback (Textual prints an exception with __rich__ as its message)."""

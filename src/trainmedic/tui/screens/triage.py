@@ -16,6 +16,7 @@ from textual.worker import Worker, WorkerState
 from trainmedic.tui.widgets.losscurve import LossCurve
 from trainmedic.tui.widgets.pathinput import PathInput
 
+ASK_TREE = "triage"  # where to go when the log names nothing known: the tree that asks
 NOT_AVAILABLE = "triage not available in this build (trainmedic.triage has no triage_paths)"
 
 
@@ -119,8 +120,11 @@ class TriageScreen(Screen):
         options.clear_options()
         status = self.query_one("#triage-status", Static)
         if not self.findings:
-            status.update(Text("No known failure found. Walk the `triage` tree from home.",
-                               style="yellow"))
+            status.update(Text("No known failure found in it.", style="yellow"))
+            options.add_option(Option(Text.assemble(("triage  ", "bold"), "walk the entry tree "
+                                                    "instead: what do you see?"), id=ASK_TREE))
+            options.highlighted = 0
+            options.focus()
             return
         status.update(Text(f"{len(self.findings)} finding(s), most likely first:", style="bold"))
         for f in self.findings:
@@ -136,8 +140,11 @@ class TriageScreen(Screen):
         options.focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        finding = self.findings[event.option_index]
         app: Any = self.app
+        if event.option.id == ASK_TREE:
+            app.open_walk(ASK_TREE)
+            return
+        finding = self.findings[event.option_index]
         app.open_walk(finding["link"], triage=finding)
 
     def action_focus_findings(self) -> None:
