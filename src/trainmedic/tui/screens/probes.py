@@ -6,6 +6,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -18,6 +19,20 @@ from trainmedic.tui.widgets.evidence import STATUS_MARK
 
 if TYPE_CHECKING:
     from trainmedic.walk import WalkSession
+
+
+def results_table(results: list) -> Table:
+    """Status, name, summary, time: a grid, so a long summary wraps under itself and the
+    column of names stays readable."""
+    grid = Table.grid(padding=(0, 1), expand=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True, style="bold")
+    grid.add_column(ratio=1)
+    grid.add_column(no_wrap=True, style="dim", justify="right")
+    for r in results:
+        mark, style = STATUS_MARK.get(r.status, ("?   ", ""))
+        grid.add_row(Text(mark, style=style), r.name, r.summary, f"{r.duration_s:.1f}s")
+    return grid
 
 
 class ProbesScreen(Screen):
@@ -66,14 +81,7 @@ class ProbesScreen(Screen):
             if self.session is not None and results:
                 self.session.attach_probes(results)
                 self.app.save_session(self.session)  # type: ignore[attr-defined]
-            text = Text()
-            for r in results:
-                mark, style = STATUS_MARK.get(r.status, ("?   ", ""))
-                text.append(f"{mark} ", style=style)
-                text.append(f"{r.name:<14}", style="bold")
-                text.append(f"{r.summary}")
-                text.append(f"  {r.duration_s:.1f}s\n", style="dim")
-            table.update(text)
+            table.update(results_table(results))
 
     def action_leave(self) -> None:
         self.app.pop_screen()
