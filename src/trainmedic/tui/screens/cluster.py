@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import RenderableType
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -198,20 +199,23 @@ class ClusterScreen(Screen):
             text.append("  (old: s sweeps again)", style="yellow")
         return text
 
-    def _verdicts(self, result: dict) -> Text:
-        text = Text()
+    def _verdicts(self, result: dict) -> RenderableType:
+        """Each verdict indented as a block: wrapped, its second line still reads as part of it."""
+        from rich.console import Group
+        from rich.padding import Padding
+
+        parts: list[RenderableType] = []
         lines = list(result.get("verdicts") or [])
         if lines:
-            text.append("Bad nodes\n", style="bold")
-            for line in lines:
-                text.append(f"  {line}\n")
+            parts.append(Text("Bad nodes", style="bold"))
+            parts.extend(Padding(Text(line), (0, 0, 0, 2)) for line in lines)
         for split in result.get("splits") or []:
             groups = "; ".join(f"{k} on {hosts}" for k, hosts in split.get("groups", {}).items())
-            text.append(f"Inconsistent, no majority: {split.get('fact')}: {groups}\n",
-                        style="yellow")
-        if not text.plain:
-            text.append("All nodes agree; no faulty node found.", style="green")
-        return text
+            parts.append(Text(f"Inconsistent, no majority: {split.get('fact')}: {groups}",
+                              style="yellow"))
+        if not parts:
+            parts.append(Text("All nodes agree; no faulty node found.", style="green"))
+        return Group(*parts)
 
     # -- a new sweep ------------------------------------------------------------------------------
     def action_edit_spec(self) -> None:
