@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainmedic.errors import UsageError
+from trainmedic.redact import redact_text
 from trainmedic.trees.forest import Forest, Ref
 from trainmedic.trees.model import Fix, Node, Question
 
@@ -210,7 +211,8 @@ class WalkSession:
             "updated": self.updated, "current": str(self.current), "finished": self.finished,
             "steps": [s.to_dict() for s in self.steps], "stack": list(self.stack),
             "probes": [dict(p) for p in self.probes], "triage": self.triage,
-            "launch_command": self.launch_command, "notes": self.notes,
+            # Saved walks live in the home folder, often shared: no token leaves in them.
+            "launch_command": redact_text(self.launch_command), "notes": self.notes,
         }
 
     @classmethod

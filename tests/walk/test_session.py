@@ -101,3 +101,12 @@ def test_start_at_node(forest):
     assert s.finished and s.fix is not None and s.fix.id == "collective"
     with pytest.raises(UsageError):
         s.answer(0)
+
+
+def test_saved_walk_never_holds_a_token_from_the_launch_command(forest):
+    session = WalkSession(forest, "mem")
+    session.launch_command = ("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz123456 torchrun "
+                              "pretrain_gpt.py --num-layers 2")
+    saved = json.dumps(session.to_dict())
+    assert "hf_abcdefghijklmnopqrstuvwxyz123456" not in saved
+    assert "pretrain_gpt.py --num-layers 2" in saved
