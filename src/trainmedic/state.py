@@ -141,20 +141,27 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
-def list_walks() -> tuple[list[SavedWalk], list[Skipped]]:
-    """Saved walks, newest first, and the files that could not be read (never fatal)."""
+def list_walks(limit: int | None = None) -> tuple[list[SavedWalk], list[Skipped]]:
+    """Saved walks, newest first, and the files that could not be read (never fatal).
+
+    With `limit`, only the newest files (by modification time) are read until that many walks
+    are found, so the home screen stays fast however many walks pile up.
+    """
     folder = walks_dir()
     if not folder.is_dir():
         return [], []
     walks: list[SavedWalk] = []
     skipped: list[Skipped] = []
     try:
-        paths = sorted(p for p in folder.iterdir()
-                       if p.suffix == ".json" and not p.name.startswith("."))
+        paths = sorted((p for p in folder.iterdir()
+                        if p.suffix == ".json" and not p.name.startswith(".")),
+                       key=lambda p: (-_mtime(p), p.name))
     except OSError as exc:
         return [], [Skipped(folder, exc.strerror or str(exc))]
     _sweep_stale_temps(folder)
     for path in paths:
+        if limit is not None and len(walks) >= limit:
+            break
         result = _read(path)
         if isinstance(result, SavedWalk):
             walks.append(result)

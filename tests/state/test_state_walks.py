@@ -125,3 +125,15 @@ def test_listing_sweeps_temporary_files_left_by_killed_writers_but_not_fresh_one
     os.utime(stale, (0, 0))
     list_walks()
     assert not stale.exists() and fresh.exists()
+
+
+def test_a_limited_listing_reads_only_the_newest_files():
+    for i in range(30):
+        path = save_walk(walk(f"w{i:02d}", f"2026-11-29T08:{i:02d}:00Z"))
+        os.utime(path, (1_700_000_000 + i, 1_700_000_000 + i))
+    (walks_dir() / "broken-old.json").write_text("{")
+    os.utime(walks_dir() / "broken-old.json", (1_600_000_000, 1_600_000_000))
+    walks, skipped = list_walks(limit=5)
+    assert [w.id for w in walks] == ["w29", "w28", "w27", "w26", "w25"]
+    assert skipped == []  # the old broken file was never read
+    assert len(list_walks()[0]) == 30 and len(list_walks()[1]) == 1

@@ -76,7 +76,7 @@ class HomeScreen(Screen):
     def reload_walks(self) -> None:
         from trainmedic.state import list_walks
 
-        walks, skipped = list_walks()
+        walks, skipped = list_walks(limit=RECENT_WALKS)
         for item in skipped:
             if item.path not in self._reported:  # once per file, not at every return to home
                 self._reported.add(item.path)
