@@ -50,8 +50,10 @@ def from_text(text: str, source: str = "<pasted>", budget: Budget | None = None)
     failed = [c for c in run_checks(config) if c.get("status") == "fail"]
     facts["check_failures"] = len(failed)
     total, capacity_gib = facts["total_gib"], facts["capacity_gib"]
+    assumed = "" if capacity is not None else f" (assumed; set {CAPACITY_ENV})"
     line = (f"{source}: about {total:.1f} GiB on the most loaded GPU (stage "
-            f"{facts['most_loaded_stage']}) of {capacity_gib:.0f} GiB: {facts['verdict']}")
+            f"{facts['most_loaded_stage']}) of {capacity_gib:.0f} GiB{assumed}: "
+            f"{facts['verdict']}")
     evidence = {"fits": line, "verdict": line, "total_gib": line}
     if failed:
         evidence["check_failures"] = "; ".join(c["message"] for c in failed[:3])
