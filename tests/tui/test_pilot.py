@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from textual import events
 from textual.widgets import OptionList, Static, Tree
@@ -346,34 +347,39 @@ def test_resume_recent_walk_and_report_corrupt_file():
     run(go())
 
 
+async def _walk_saved_after_one_answer() -> tuple[Path, dict]:
+    """A real walk of the fixture tree, saved after one answer: its file and its JSON."""
+    first = make_app()
+    async with first.run_test() as pilot:
+        await pilot.press(*"memory", "enter", "1")
+        await pilot.pause()
+    path = list_walks()[0][0].path
+    return path, json.loads(path.read_text())
+
+
+async def _resume_is_refused_with(message: str) -> None:
+    """Resuming from home stays on home and says why in a notification."""
+    app = make_app()
+    async with app.run_test(notifications=True) as pilot:
+        await pilot.press(*"resume", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, HomeScreen)
+        assert any(message in n.message for n in app._notifications)
+
+
 def test_resume_of_walk_that_no_longer_fits_is_refused():
     async def go():
-        first = make_app()
-        async with first.run_test() as pilot:
-            await pilot.press(*"memory", "enter", "1")
-            await pilot.pause()
-        path = list_walks()[0][0].path
-        data = json.loads(path.read_text())
+        path, data = await _walk_saved_after_one_answer()
         data["current"] = "mem#removed-node"
         path.write_text(json.dumps(data))
-        app = make_app()
-        async with app.run_test(notifications=True) as pilot:
-            await pilot.press(*"resume", "enter")
-            await pilot.pause()
-            assert isinstance(app.screen, HomeScreen)
-            assert any("no node 'removed-node'" in n.message for n in app._notifications)
+        await _resume_is_refused_with("no node 'removed-node'")
     run(go())
 
 
 def test_resume_of_a_hand_edited_walk_never_crashes_the_app():
     """A malformed stack refuses the walk; unreadable probe entries are dropped, the rest kept."""
     async def go():
-        first = make_app()
-        async with first.run_test() as pilot:
-            await pilot.press(*"memory", "enter", "1")
-            await pilot.pause()
-        path = list_walks()[0][0].path
-        data = json.loads(path.read_text())
+        path, data = await _walk_saved_after_one_answer()
         good = {"name": "gpu", "status": "warn", "summary": "GPU 3 at 99 % memory",
                 "facts": {"max_memory_fraction": 0.99}, "evidence": {}}
         data["probes"] = [{"facts": []}, 3, {"name": "env", "facts": ["x"]}, good]
@@ -388,12 +394,7 @@ def test_resume_of_a_hand_edited_walk_never_crashes_the_app():
             assert "GPU 3 at 99 % memory" in str(app.screen.query_one(EvidencePanel).render())
         data["stack"] = 5
         path.write_text(json.dumps(data))
-        app = make_app()
-        async with app.run_test(notifications=True) as pilot:
-            await pilot.press(*"resume", "enter")
-            await pilot.pause()
-            assert isinstance(app.screen, HomeScreen)
-            assert any("stack is int" in n.message for n in app._notifications)
+        await _resume_is_refused_with("stack is int")
     run(go())
 
 
