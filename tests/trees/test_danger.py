@@ -251,3 +251,31 @@ def test_plain_and_markdown_print_the_mark_before_the_command(tmp_path):
     assert f"   > **{mark}**" in page
     assert page.index(mark) < page.index("sudo nvidia-smi -r")
     assert page.count("DANGER") == 1  # the ordinary first step has no mark
+
+
+def test_the_docs_example_shows_both_marks():
+    examples = ROOT / "docs" / "examples"
+    forest = load_forest([examples], builtin=False)
+    disk_space = forest.trees["disk-full"].nodes["disk-space"]
+    quota = forest.trees["disk-full"].nodes["quota"]
+    assert isinstance(disk_space, Fix) and isinstance(quota, Fix)
+    assert disk_space.steps[1].danger is not None
+    assert disk_space.steps[1].danger.kind == "delete-data"
+    assert quota.steps[-1].needs == ["root"] and quota.steps[-1].danger is None
+    assert placeholders(quota.steps[-1].code or "") == ["<PROJECT_ID>", "<LIMIT>"]
+    doc = (ROOT / "docs" / "tree-format.md").read_text(encoding="utf-8")
+    for word in ("danger:", "needs:", "<GPU_INDEX>", "delete-data", "slurm-operator"):
+        assert word in doc, word
+
+
+def test_the_incident_report_prints_the_mark_before_the_command():
+    from trainmedic.export.report import render_report
+
+    forest = load_forest([ROOT / "docs" / "examples"], builtin=False)
+    session = {"version": 1, "id": "w", "tree": "disk-full", "current": "disk-full#disk-space",
+               "finished": True, "steps": [], "stack": [], "probes": []}
+    page = render_report(session, forest)
+    mark = ("   > **DANGER (delete-data): Deletes every checkpoint but the two newest; they "
+            "cannot be recovered.**")
+    assert mark in page
+    assert page.index(mark) < page.index("xargs -r rm -rf")
