@@ -139,6 +139,7 @@ def test_read_only_commands_need_no_danger_mark(tmp_path, command):
     ("sudo firewall-cmd --permanent --zone=trusted --add-source=10.0.0.0/16", "a subnet",
      "<SUBNET_CIDR>"),
     ('scontrol update nodename=node123 state=drain reason="x"', "a node name", "<NODE>"),
+    ("scontrol update NodeName=gpu-a7 State=DRAIN", "a node name", "<NODE>"),
 ])
 def test_a_dangerous_step_must_not_hard_code_machine_values(tmp_path, command, what, placeholder):
     errors = _lint(tmp_path, f"do: Run.\ncode: {command!r}\n"

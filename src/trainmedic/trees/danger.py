@@ -74,7 +74,8 @@ HARD_CODED: tuple[tuple[str, re.Pattern[str], str], ...] = (
      "<GPU_INDEX>"),
     ("a wattage", re.compile(r"\s(-pl|--power-limit)[\s=]+\d"), "<WATTS>"),
     ("a subnet", re.compile(r"\b\d{1,3}(\.\d{1,3}){3}/\d{1,2}\b"), "<SUBNET_CIDR>"),
-    ("a node name", re.compile(r"\bnodename\s*=\s*(?![\"']?[$<])[\"']?[A-Za-z]"), "<NODE>"),
+    ("a node name", re.compile(r"\bnodename\s*=\s*(?![\"']?[$<])[\"']?[A-Za-z]", re.IGNORECASE),
+     "<NODE>"),
 )
 
 
