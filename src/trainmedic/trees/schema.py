@@ -17,6 +17,13 @@ def _kind(kind: str) -> dict[str, Any]:
          "description": "translations by language code; 'en' is required"},
     ]}
     rule = {"type": "string", "pattern": spec.RULE_RE.pattern}
+    framework = {"enum": list(spec.FRAMEWORKS)}
+    targets = {"oneOf": [framework, {
+        "type": "object", "required": ["framework"], "additionalProperties": False,
+        "properties": {
+            "framework": {**framework, "description": spec.TARGET_KEYS_DOC["framework"]},
+            "versions": {"type": "string", "pattern": spec.VERSIONS_RE.pattern,
+                         "description": spec.TARGET_KEYS_DOC["versions"]}}}]}
     table: dict[str, dict[str, Any]] = {
         "id": {"type": "string", "pattern": spec.ID_RE.pattern},
         "text": text,
@@ -28,6 +35,7 @@ def _kind(kind: str) -> dict[str, Any]:
         "answers": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/answer"}},
         "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
         "refs": {"type": "array", "items": {"$ref": "#/$defs/ref"}},
+        "targets": targets,
         "nodes": {
             "type": "object", "minProperties": 1,
             "propertyNames": {"pattern": spec.ID_RE.pattern},

@@ -21,6 +21,17 @@ RULE_RE = re.compile(
 )
 MAX_ANSWERS = 9  # number keys 1-9 in the app
 
+# -- targets: the framework (and versions) a fix or step is written for ----------------------
+# Lint checks flags against the list of the named framework; see trees/apicheck.py.
+FRAMEWORKS = ("megatron-lm", "megatron-deepspeed", "deepspeed", "hf-transformers",
+              "hf-accelerate", "pytorch", "torchtitan", "nccl", "transformer-engine", "slurm")
+_VERSION = r"\d+(?:\.\d+){0,2}"
+_VERSION_ITEM = rf"\s*(?:{_VERSION}\s*-\s*{_VERSION}|(?:>=|<=|==|>|<)?\s*{_VERSION})\s*"
+# ">=0.12", "0.10-0.15", "<0.16", "0.13", or several joined by commas (all must hold)
+VERSIONS_RE = re.compile(rf"^{_VERSION_ITEM}(?:,{_VERSION_ITEM})*$")
+TARGET_KEYS_DOC = {"framework": "one of " + ", ".join(FRAMEWORKS),
+                   "versions": "version range, e.g. '>=0.12', '0.10-0.15', '<2.24'"}
+
 
 @dataclass(frozen=True)
 class Key:
@@ -42,6 +53,7 @@ KINDS = {
     "steps": "list of steps",
     "refs": "list of references",
     "nodes": "mapping of node id to node",
+    "targets": "a framework name, or {framework, versions}",
 }
 
 TREE_KEYS = (
@@ -68,6 +80,8 @@ FIX_KEYS = (
     Key("myth", "text", False, "A widespread but wrong remedy, named and corrected."),
     Key("refs", "refs", False, "References: documentation, issues, source files."),
     Key("source", "strings", False, "Where the knowledge came from (seed section, document)."),
+    Key("targets", "targets", False, "Framework and versions the fix is for (lint checks its "
+        "flags against that framework's list)."),
 )
 
 ANSWER_KEYS = (
@@ -81,6 +95,8 @@ STEP_KEYS = (
     Key("do", "text", True, "What to do, in one or two sentences."),
     Key("code", "string", False, "The exact command, flags, environment or code to paste."),
     Key("lang", "lang", False, "Language of `code` (default bash)."),
+    Key("targets", "targets", False, "Framework and versions of this step, when it differs "
+        "from the fix's."),
 )
 
 REF_KEYS = (
