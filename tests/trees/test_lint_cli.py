@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 BAD = ROOT / "tests" / "fixtures" / "bad_trees"
 
@@ -17,6 +19,8 @@ def lint(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60)
 
 
+@pytest.mark.xfail(strict=True, reason="built-in trees are corrected on branch knowledge: the API "
+                   "lint (trees/apicheck.py) reports their wrong flags until it is merged")
 def test_builtin_trees_lint_clean_from_any_directory() -> None:
     result = lint(cwd=Path("/"))
     assert result.returncode == 0, result.stdout + result.stderr
