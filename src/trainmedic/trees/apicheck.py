@@ -99,7 +99,7 @@ def _check_fix(file: str, fix: Fix) -> list[Problem]:
         lines = _lines(step.code, step.code_line or step.src.line, line_known=bool(step.code_line))
         out += _command_env(file, lines, myth, node_text)
         context = _declared(fix, step)
-        if context and context.framework == "nccl":
+        if context and context.framework == "nccl" and context.versions.low:
             out += _nccl_versions(file, lines, context)
         if step.lang in SHELL_LANGS and (context is None or context.framework in FLAG_LISTS):
             found = list(_megatron_flags(lines))
@@ -313,13 +313,15 @@ def _command_env(file: str, lines: list[tuple[int, str]], myth: str, node_text: 
 
 
 def _nccl_versions(file: str, lines: list[tuple[int, str]], context: Context) -> list[Problem]:
+    """A variable newer than the lowest NCCL release the step targets is ignored there."""
     env = apilists.env_variables()
     low = context.versions.low
+    assert low is not None
     out = []
     for number, raw in lines:
         for name in ENV_RE.findall(raw):
             since = env.since.get(name)
-            if since and (low is None or since[: len(low.version)] > low.version):
+            if since and since[: len(low.version)] > low.version:
                 out.append(Problem(file, number, "error", f"{name} needs NCCL >= "
                                    f"{show_version(since)}; this {context.declared_by} targets "
                                    f"{context.versions.text}"))
