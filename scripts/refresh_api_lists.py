@@ -159,9 +159,18 @@ def load(name: str) -> dict:
     return json.loads(path.read_text()) if path.exists() else {"api": name}
 
 
+def dump(data: dict) -> str:
+    """Indented JSON, with short flat lists (a flag's versions) kept on one line."""
+    def collapse(match: re.Match[str]) -> str:
+        compact = json.dumps(json.loads(match.group(0)))
+        return compact if len(compact) <= 80 else match.group(0)
+
+    return re.sub(r"\[[^\[\]{}]*\]", collapse, json.dumps(data, indent=1)) + "\n"
+
+
 def save(name: str, data: dict) -> None:
     DATA.mkdir(parents=True, exist_ok=True)
-    (DATA / f"{name}.json").write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    (DATA / f"{name}.json").write_text(dump(data))
     print(f"wrote {DATA / (name + '.json')}", file=sys.stderr)
 
 

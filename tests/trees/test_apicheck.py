@@ -53,6 +53,10 @@ PLANTED_EXPECTED = {
                                               "did you mean --tensor-model-parallel-size"]),
     "NCCL_CUMEM_HOST_ENABLE": ("error", ["needs NCCL >= 2.23", ">=2.21"]),
     "pin_memroy": ("error", ["unknown DeepSpeed config key", "pin_memory"]),
+    "--optimizer-cpu-offload --optimizer-offload-fraction 1.0": (
+        "error", ["--optimizer-cpu-offload needs --use-precision-aware-optimizer"]),
+    "--first-last-layers-bf16 --fp8-recipe delayed": (
+        "error", ["--first-last-layers-bf16 needs --fp8-recipe tensorwise", "delayed"]),
     "  which:": ("error", ["TORCH_NCCL_DUMP_ON_TIMOUT", "did you mean TORCH_NCCL_DUMP_ON_TIMEOUT"]),
 }
 

@@ -28,6 +28,7 @@ ENV_RE = re.compile(
     r"(?<![A-Za-z0-9_])(?:(?:NCCL|TORCH_NCCL|TORCH_FR|TORCH_DISTRIBUTED|NVTE)_[A-Z0-9_]*[A-Z0-9]"
     r"|PYTORCH_[A-Z0-9_]*ALLOC[A-Z0-9_]*)(?![A-Za-z0-9_*])")
 FLAG_RE = re.compile(r"(?<![\w-])--[A-Za-z][A-Za-z0-9_-]*")
+VALUE_RE = re.compile(r"(?:=|\s+)(?!-)([^\s\\]+)")
 ENTRY_RE = re.compile(r"(?:pretrain_\w+|report_theoretical_memory)\.py\b")
 ARGS_VAR_RE = re.compile(
     r"^\s*(?:export\s+)?(?:GPT_ARGS|GPT_MODEL_ARGS|BERT_ARGS|T5_ARGS|MEGATRON_ARGS|MODEL_ARGS|"
@@ -92,6 +93,7 @@ def _check_fix(file: str, fix: Fix) -> list[Problem]:
         if text:
             out += _prose_env(file, fix.src.line, str(text), myth)
     megatron_like = fix.targets is not None and fix.targets.framework == "megatron-lm"
+    used: list[tuple[int, str, str]] = []  # every Megatron-LM flag of the fix, with its value
     for step in fix.steps:
         out += _prose_env(file, step.src.line, str(step.do), myth)
         if not step.code:
@@ -103,14 +105,16 @@ def _check_fix(file: str, fix: Fix) -> list[Problem]:
             out += _nccl_versions(file, lines, context)
         if step.lang in SHELL_LANGS and (context is None or context.framework in FLAG_LISTS):
             found = list(_megatron_flags(lines))
-            megatron_like |= bool(found) and (context is None
-                                              or context.framework == "megatron-lm")
-            out += _check_flags(file, found, context)
+            if found and (context is None or context.framework == "megatron-lm"):
+                megatron_like = True
+                used += found
+            out += _check_flags(file, [(n, f) for n, f, _v in found], context)
         if any(marker in step.code for marker in DS_MARKERS) or (
                 context and context.framework == "deepspeed" and step.lang == "json"):
             out += _deepspeed_keys(file, lines)
     if megatron_like:
         out += _env_conflicts(file, fix)
+    out += _requirements(file, used)
     return out
 
 
@@ -153,9 +157,9 @@ def _until_separator(text: str) -> str:
     return text
 
 
-def _megatron_flags(lines: list[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    """(line, flag) for each flag given to a Megatron entry point, an ARGS variable, or on a line
-    of bare flags; options of the launcher before `pretrain_*.py` are not Megatron's."""
+def _megatron_flags(lines: list[tuple[int, str]]) -> Iterator[tuple[int, str, str]]:
+    """(line, flag, value) for each flag given to a Megatron entry point, an ARGS variable, or on
+    a line of bare flags; options of the launcher before `pretrain_*.py` are not Megatron's."""
     entry = False
     closer = ""  # inside GPT_ARGS=( ... ) or GPT_ARGS=" ... "
     continued = False
@@ -185,8 +189,9 @@ def _megatron_flags(lines: list[tuple[int, str]]) -> Iterator[tuple[int, str]]:
         elif line.lstrip().startswith("--") and not continued:
             segment = _until_separator(line)  # bare flags, not the tail of another command
         continued = line.rstrip().endswith("\\")
-        for flag in FLAG_RE.findall(segment):
-            yield number, flag
+        for match in FLAG_RE.finditer(segment):
+            value = VALUE_RE.match(segment, match.end())
+            yield number, match.group(0), value.group(1) if value else ""
 
 
 # -- flags ----------------------------------------------------------------------------------
@@ -251,6 +256,25 @@ def _version_message(flag: str, presence: dict[apilists.Version, bool | None],
         return f"{flag} needs core >= {show_version(present[0])}; {context.describe()}"
     last = max(v for v in present if v < missing[-1])
     return f"{flag} was removed after core {show_version(last)}; {context.describe()}"
+
+
+def _requirements(file: str, used: list[tuple[int, str, str]]) -> list[Problem]:
+    """Flags that fail without another one in the same fix (e.g. --optimizer-cpu-offload needs
+    --use-precision-aware-optimizer)."""
+    needs = apilists.megatron().requires if used else {}
+    values: dict[str, set[str]] = {}
+    for _line, flag, value in used:
+        values.setdefault(flag, set()).add(value)
+    out = []
+    for line, flag, _value in used:
+        for need in needs.get(flag, []):
+            given = values.get(need["flag"])
+            allowed = need.get("values")
+            if given is None or (allowed and not given & set(allowed)):
+                wanted = f"{need['flag']} {'|'.join(allowed)}" if allowed else need["flag"]
+                out.append(Problem(file, line, "error",
+                                   f"{flag} needs {wanted} in the same fix: {need['why']}"))
+    return out
 
 
 def _mds_problem(flag: str) -> str | None:

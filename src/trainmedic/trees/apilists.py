@@ -92,6 +92,7 @@ class MegatronFlags:
     wrong: dict[str, dict[str, str]]
     deprecated: dict[str, str]
     env_conflicts: list[dict[str, Any]]
+    requires: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def span(self) -> str:
@@ -162,6 +163,7 @@ def megatron() -> MegatronFlags:
         wrong=data.get("wrong", {}),
         deprecated=data.get("deprecated", {}),
         env_conflicts=data.get("env_conflicts", []),
+        requires=data.get("requires", {}),
     )
 
 
