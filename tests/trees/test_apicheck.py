@@ -197,3 +197,22 @@ def test_refresh_script_reads_argparse_flags() -> None:
 def test_builtin_trees_have_zero_api_errors() -> None:
     errors = [str(p) for p in lint_forest(load_forest(), {}) if p.severity == "error"]
     assert errors == []
+
+
+def test_without_versions_the_default_range_is_assumed_and_said(tmp_path: Path) -> None:
+    tree = tmp_path / "t.yaml"
+    tree.write_text(
+        "id: t\ntitle: T\nsummary: S.\nstart: q\nnodes:\n"
+        "  q:\n    question: Q?\n    answers:\n      - text: A\n        goto: a\n"
+        "      - text: B\n        goto: b\n"
+        "  a:\n    fix: A\n    why: W.\n    targets: megatron-lm\n    steps:\n"
+        "      - do: D.\n        code: --attention-backend flash\n        lang: text\n"
+        "  b:\n    fix: B\n    why: W.\n    steps:\n"
+        "      - do: D.\n        code: python pretrain_gpt.py --iterations-to-skip 5\n")
+    default = apilists.megatron().default_range.text
+    messages = [p.message for p in problems_of(tree)]
+    assert messages == [
+        f"--attention-backend needs core >= 0.11; this fix declares no versions, so core "
+        f"{default} is assumed (declare targets: {{framework, versions}})",
+        f"--iterations-to-skip needs core >= 0.12; no targets declared, so core {default} is "
+        "assumed (declare targets: {framework, versions})"]

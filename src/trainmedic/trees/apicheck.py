@@ -39,7 +39,7 @@ DS_MARKERS = ('"zero_optimization"', '"offload_optimizer"', '"offload_param"',
 DS_TOKEN_RE = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:\s*(\{)?|\{|\}')
 SHELL_LANGS = ("bash", "text", "console")
 FLAG_LISTS = ("megatron-lm", "megatron-deepspeed")
-# Wherever a cheap substring test fails, a text cannot hold anything this module checks.
+# A text without any of these holds no variable this module checks: a cheap test first.
 _ENV_HINTS = ("NCCL_", "TORCH_", "NVTE_", "PYTORCH_")
 
 
@@ -49,13 +49,16 @@ class Context:
 
     framework: str
     versions: VersionRange
-    declared_by: str  # "fix", "step" or "" (inferred: the list's default range)
+    declared_by: str  # "fix", "step" or "" (nothing declared: inferred from the command)
+    assumed: bool = False  # versions are the list's default range, not declared
 
     def describe(self) -> str:
-        if self.declared_by:
+        if not self.assumed:
             return f"this {self.declared_by} targets {self.versions.text}"
-        return (f"no targets declared, so core {self.versions.text} is assumed "
-                "(declare targets: {framework, versions})")
+        who = f"this {self.declared_by} declares no versions" if self.declared_by else \
+            "no targets declared"
+        return f"{who}, so core {self.versions.text} is assumed (declare targets: " \
+               "{framework, versions})"
 
 
 def check_apis(forest: Forest) -> list[Problem]:
@@ -68,8 +71,7 @@ def check_apis(forest: Forest) -> list[Problem]:
 def _check_tree(tree: Tree) -> list[Problem]:
     out: list[Problem] = []
     file = tree.file
-    for text in (tree.summary,):
-        out += _prose_env(file, tree.src.line, str(text), "")
+    out += _prose_env(file, tree.src.line, str(tree.summary), "")
     for node in tree.nodes.values():
         if isinstance(node, Question):
             line = node.src.line
@@ -128,7 +130,7 @@ def _declared(fix: Fix, step: Step) -> Context | None:
     if target.versions:
         return Context(target.framework, VersionRange.parse(target.versions), who)
     if target.framework == "megatron-lm":
-        return Context(target.framework, apilists.megatron().default_range, "")
+        return Context(target.framework, apilists.megatron().default_range, who, assumed=True)
     return Context(target.framework, VersionRange("any"), who)
 
 
@@ -201,7 +203,7 @@ def _check_flags(file: str, found: list[tuple[int, str]], context: Context | Non
     if not found:
         return []
     if context is None:
-        context = Context("megatron-lm", apilists.megatron().default_range, "")
+        context = Context("megatron-lm", apilists.megatron().default_range, "", assumed=True)
     out: list[Problem] = []
     for line, flag in found:
         if context.framework == "megatron-deepspeed":
