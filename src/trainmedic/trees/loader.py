@@ -227,8 +227,9 @@ class _Builder:
                 code = None
             if do is not None:
                 steps.append(Step(do, code.rstrip("\n") if code else None, lang,
-                                  Source(self.file, line), self.targets(item, step_what),
-                                  item.value_lines.get("code", 0)))
+                                  Source(self.file, line),
+                                  targets=self.targets(item, step_what),
+                                  code_line=item.value_lines.get("code", 0)))
         refs = []
         for item, line in self.items(data, "refs", what):
             self.check_keys(item, spec.REF_KEYS, f"a reference of fix '{node_id}'")
