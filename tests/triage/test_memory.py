@@ -56,8 +56,8 @@ def test_peak_memory_does_not_grow_with_log_size(use_grep, mib):
     small, s1 = peak_for(mib << 20, use_grep=use_grep)
     large, s4 = peak_for(4 * mib << 20, use_grep=use_grep)
     assert s4.loss.analysis.count > 3 * s1.loss.analysis.count  # the big one was really read
-    hit = s4.hits[("cuda-oom", "fragmentation")]
-    assert hit.count > 3 * s1.hits[("cuda-oom", "fragmentation")].count
+    hit = s4.hits[("cuda-oom", "oom", "when")]
+    assert hit.count > 3 * s1.hits[("cuda-oom", "oom", "when")].count
     assert len(hit.evidence) <= 5
     assert large < 16 << 20, large  # a few MiB: read blocks + bounded state
     assert large < small * 1.5 + (1 << 20), (small, large)

@@ -1,31 +1,37 @@
 """Cause over consequence: order findings so the root cause comes first, and say why.
 
 When one rank runs out of memory the others later time out in NCCL; when a node loses a GPU
-every collective fails. Order: cause kinds before symptom kinds before context, then the
-earliest first occurrence (across ranks, where timestamps exist; file order otherwise), then
-the signature's weight. The first cause gets a `why` that ties the later symptoms to it.
+every collective fails. Order: cause kinds before symptom kinds, then a guess, then context;
+within a kind the earliest first occurrence (across ranks, where timestamps exist; file order
+otherwise), then the signature's weight. The first cause gets a `why` that ties the later
+symptoms to it. A log that holds an error no signature knows gets a finding marked as a guess.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from trainmedic.triage.loss_series import LossAnalysis
+from trainmedic.triage.analyses import LOSS_SUMMARIES, RANK_ANALYSES, UNRANKED
 from trainmedic.triage.report import Evidence, Finding
 from trainmedic.triage.scanner import Hit, Scanner
-from trainmedic.triage.signatures import KIND_ORDER, SIGNATURES_BY_ID
+from trainmedic.triage.signatures import KIND_ORDER
+from trainmedic.triage.unmatched import ErrorLine
 
-OVERFLOW_NOISE = 20  # fewer fp16 overflow skips than this is normal warm-up
+GUESS_CONFIDENCE = 0.25
 
 
 def build_findings(scanner: Scanner) -> list[Finding]:
     hits = list(scanner.hits.values())
     year = next((h.first_time.year for h in hits if h.first_time and h.time_has_year), None)
     findings = [f for f in (_finding(h, scanner, year) for h in hits) if f is not None]
-    findings += _rank_findings(scanner, year)
-    findings.sort(key=_sort_key)
+    findings += _rank_findings(scanner)
+    guess = _guess(scanner, findings)
+    if guess is not None:
+        findings.append(guess)
+    weights = {s.id: s.weight for s in scanner.signatures.signatures}
+    findings.sort(key=lambda f: _sort_key(f, weights))
     findings = _merge_same_node(findings)
-    _explain(findings)
+    _explain(findings, scanner)
     return findings
 
 
@@ -35,12 +41,13 @@ def _merge_same_node(findings: list[Finding]) -> list[Finding]:
     out: list[Finding] = []
     for f in findings:
         lead = by_link.get(f.link)
-        if lead is None:
-            by_link[f.link] = f
+        if lead is None or f.guess or lead.guess:
+            by_link.setdefault(f.link, f)
             out.append(f)
             continue
         lead.count += f.count
         lead.ranks = sorted(set(lead.ranks) | set(f.ranks))
+        lead.hosts = sorted(set(lead.hosts) | set(f.hosts))
         lead.confidence = min(0.99, max(lead.confidence, f.confidence) + 0.05)
         lead.evidence = (lead.evidence + f.evidence)[:8]
         lead.details.setdefault("also", []).append({"signature": f.signature,
@@ -48,15 +55,11 @@ def _merge_same_node(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _sort_key(f: Finding) -> tuple:
+def _sort_key(f: Finding, weights: dict[str, float]) -> tuple:
     t = f.first_time
     order = f.details.get("_order", (1 << 30, 0))
-    return (KIND_ORDER.get(f.kind, 3), t is None, t or datetime.min, -_weight(f), order)
-
-
-def _weight(f: Finding) -> float:
-    sig = SIGNATURES_BY_ID.get(f.signature)
-    return sig.weight if sig else 0.0
+    return (KIND_ORDER.get(f.kind, 3), t is None, t or datetime.min,
+            -weights.get(f.signature, 0.0), order)
 
 
 def _time(hit: Hit, year: int | None) -> datetime | None:
@@ -70,37 +73,24 @@ def _time(hit: Hit, year: int | None) -> datetime | None:
 
 
 def _evidence(hit: Hit) -> list[Evidence]:
-    return [Evidence(f, line, text, rank) for f, line, text, rank in hit.evidence]
+    return [Evidence(f, line, text, rank, host) for f, line, text, rank, host in hit.evidence]
 
 
 def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
     sig = hit.sig
-    loss = scanner.loss.analysis
+    hook = sig.hook
+    if hook is not None and hook.keep is not None and not hook.keep(hit, scanner):
+        return None  # e.g. a few fp16 overflows: the scaler's normal start-up search
     details = dict(hit.details)
-    confidence = sig.confidence
     summary = sig.title
-    if sig.id == "gradient-overflow":
-        if hit.count < OVERFLOW_NOISE and not loss.loss_scale_collapsed:
-            return None  # normal fp16 warm-up
-        summary = f"{hit.count} fp16 gradient overflows (steps skipped)"
-    elif sig.id == "cuda-oom":
-        summary = _oom_summary(hit)
-    elif sig.id == "xid":
-        codes = ", ".join(str(c) for c in details.get("codes", []))
-        summary = f"Xid {codes} in the kernel log" if codes else sig.title
-    elif sig.id == "loss-spike":
-        summary, details = _spike_summary(loss)
-    elif sig.id == "loss-nan":
-        summary = _nan_summary(loss)
-    elif sig.id == "grad-norm-explosion":
-        step, g, base = loss.grad_explosions[0]
-        summary = (f"gradient norm {g:g} at step {step}, {g / base:.0f}x its rolling median "
-                   f"{base:g} ({len(loss.grad_explosions)} such steps)") if base else sig.title
-    elif sig.id == "loss-scale-collapse":
-        summary = (f"fp16 loss scale fell from {loss.loss_scale_max:g} to "
-                   f"{loss.loss_scale_min:g}: gradients keep overflowing")
+    if hook is not None and hook.summary is not None:
+        summary = hook.summary(hit, scanner) or summary
+    elif sig.derive in LOSS_SUMMARIES:
+        text, extra = LOSS_SUMMARIES[sig.derive](scanner.loss.analysis)
+        summary = text or summary
+        details.update(extra)
     ranks = sorted(hit.ranks)
-    if ranks and sig.id not in ("loss-spike", "loss-nan"):
+    if ranks and sig.derive not in UNRANKED:
         summary = f"{_who(ranks)}: {summary}"
     if hit.count > 1:
         summary += f" ({hit.count} lines)"
@@ -110,9 +100,10 @@ def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
     if hit.first_time is not None and not hit.time_has_year and year is None:
         details["time_has_year"] = False
     return Finding(
-        signature=sig.id, tree=sig.tree, node=hit.node, confidence=confidence,
+        signature=sig.id, tree=hit.tree, node=hit.node, confidence=sig.confidence,
         summary=summary, kind=sig.kind, count=hit.count, ranks=ranks,
         first_time=_time(hit, year), evidence=_evidence(hit), details=details,
+        hosts=sorted(hit.hosts),
     )
 
 
@@ -124,70 +115,12 @@ def _who(ranks: list[int]) -> str:
     return f"{len(ranks)} ranks ({ranks[0]}..{ranks[-1]})"
 
 
-def _gib(mib: float | None) -> str:
-    if mib is None:
-        return "?"
-    return f"{mib / 1024:.2f} GiB" if mib >= 1024 else f"{mib:.2f} MiB"
-
-
-def _oom_summary(hit: Hit) -> str:
-    d = hit.details
-    parts = []
-    if "tried_mib" in d:
-        parts.append(f"tried {_gib(d['tried_mib'])}")
-    if "total_mib" in d:
-        parts.append(f"of {_gib(d['total_mib'])}")
-    if "free_mib" in d:
-        parts.append(f"{_gib(d['free_mib'])} free")
-    if "unallocated_mib" in d:
-        parts.append(f"{_gib(d['unallocated_mib'])} reserved but unallocated")
-    text = "CUDA out of memory" + (f" ({', '.join(parts)})" if parts else "")
-    if hit.node == "fragmentation":
-        text += ": the cache is fragmented, try expandable_segments:True"
-    elif hit.node == "first-iteration":
-        text += ": training started but no step finished, the configuration does not fit"
-    elif hit.node == "other-process":
-        pids = ", ".join(str(o["pid"]) for o in d.get("other_processes", []))
-        text += f": another process (pid {pids}) holds GPU memory"
-    return text
-
-
-def _spike_summary(loss: LossAnalysis) -> tuple[str, dict]:
-    sp = loss.spikes[0]
-    ratio = sp.peak_value / sp.baseline if sp.baseline else float("inf")
-    state = f"recovered at {sp.end}" if sp.end is not None else "never recovered"
-    more = f"; {len(loss.spikes)} spikes in all" if len(loss.spikes) > 1 else ""
-    summary = (f"loss spiked at iteration {sp.start} to {sp.peak_value:.4g} "
-               f"({ratio:.1f}x the rolling median {sp.baseline:.4g}), {state}{more}: "
-               f"{loss.recovery(sp)}")
-    return summary, {"recovery": loss.recovery(sp), "spike": sp.to_dict()}
-
-
-def _nan_summary(loss: LossAnalysis) -> str:
-    parts = []
-    if loss.nan_count:
-        first = loss.nan_steps[0] if loss.nan_steps else "?"
-        parts.append(f"NaN/inf loss at {loss.nan_count} logged steps (first {first})")
-    if loss.missing_loss_steps:
-        parts.append(f"{loss.missing_loss_steps} Megatron iteration lines lost their loss field "
-                     "(Megatron omits a NaN average)")
-    if loss.grad_norm_nan_count:
-        parts.append(f"grad norm NaN/inf at {loss.grad_norm_nan_count} steps")
-        if loss.last_loss == 0.0:
-            parts.append("loss logged as 0.0 with a NaN grad norm: the weights are already NaN "
-                         "(HF Trainer's logging_nan_inf_filter hides the NaN loss)")
-    if loss.nan_iterations:
-        parts.append(f"Megatron counted {loss.nan_iterations} nan iterations")
-    return "; ".join(parts) or "the loss became NaN/inf"
-
-
-def _rank_findings(scanner: Scanner, year: int | None) -> list[Finding]:
+def _rank_findings(scanner: Scanner) -> list[Finding]:
     out = []
-    ids = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
     for v in scanner.ranks.verdicts(scanner.known_ranks):
-        if v.kind not in ids:
+        sig = scanner.signatures.derived.get(RANK_ANALYSES.get(v.kind, ""))
+        if sig is None:
             continue
-        sig = SIGNATURES_BY_ID[ids[v.kind]]
         out.append(Finding(
             signature=sig.id, tree=sig.tree, node=sig.node, confidence=sig.confidence,
             summary=v.summary, kind=sig.kind, count=len(v.ranks),
@@ -200,13 +133,58 @@ def _rank_findings(scanner: Scanner, year: int | None) -> list[Finding]:
     return out
 
 
-SHORT = {
-    "nccl-watchdog-timeout": "NCCL watchdog timeouts", "nccl-watchdog-stuck": "watchdog hangs",
-    "nccl-system-error": "NCCL system errors", "nccl-internal-error": "NCCL internal errors",
-    "nccl-unhandled-cuda": "NCCL CUDA errors", "nccl-remote-error": "NCCL remote errors",
-    "cuda-launch-failure": "CUDA launch failures",
-}
+# ---- an error no signature knows --------------------------------------------------------
 
+def _guess(scanner: Scanner, findings: list[Finding]) -> Finding | None:
+    """When no cause explains the log but it holds an error, say so: the last exception and
+    where it was raised, who printed it, and the tree its words point to, as a guess."""
+    if any(f.kind == "cause" for f in findings):
+        return None
+    errors = scanner.errors.uncovered
+    if not errors:
+        return None
+    root = scanner.launcher.root_cause
+    chosen = _pick(errors, root.rank if root else None)
+    sigs = scanner.signatures
+    tree, score = sigs.guess_tree(f"{chosen.text} {chosen.frame or ''}")
+    node = None
+    if tree is None:
+        tree, node = "triage", "died"
+    where = f" (raised at {chosen.frame})" if chosen.frame else ""
+    rank = chosen.rank if chosen.rank is not None else (root.rank if root else None)
+    host = chosen.host or (root.host if root and root.rank == rank else None)
+    who = " on ".join(x for x in (f"rank {rank}" if rank is not None else "", host or "") if x)
+    text = chosen.text if len(chosen.text) <= 200 else chosen.text[:197] + "..."
+    summary = (f"guess: no known signature for {text!r}{where}"
+               + (f", printed by {who}" if who else "")
+               + (f"; its words point to the {tree} tree" if node is None else
+                  "; read the last lines of the rank that failed first"))
+    evidence = [Evidence(e.file, e.line, scanner.redact(e.text)[:2000], e.rank, e.host)
+                for e in [chosen, *[e for e in errors if e is not chosen][:3]]]
+    return Finding(
+        signature="unrecognised-error", tree=tree, node=node,
+        confidence=GUESS_CONFIDENCE if score < 1.0 else GUESS_CONFIDENCE + 0.1,
+        summary=summary, kind="guess", count=len(errors),
+        ranks=[rank] if rank is not None else [], evidence=evidence,
+        details={"error_kind": chosen.kind, "raised_at": chosen.frame, "_order": (1 << 29, 0)},
+        hosts=[host] if host else [],
+    )
+
+
+def _pick(errors: list[ErrorLine], root_rank: int | None) -> ErrorLine:
+    """The root-cause rank's error if the launcher named one; else an exception before a bare
+    exit or kill; else the first source's."""
+    if root_rank is not None:
+        for e in errors:
+            if e.rank == root_rank:
+                return e
+    for e in errors:
+        if e.kind == "exception":
+            return e
+    return errors[0]
+
+
+# ---- why ---------------------------------------------------------------------------------
 
 def _file(f: Finding) -> str | None:
     return f.evidence[0].file if f.evidence else None
@@ -216,7 +194,7 @@ def _cause_of(symptom: Finding, causes: list[Finding]) -> Finding:
     """The cause a symptom most likely follows: same log file first, then the earliest cause
     that precedes it in time, else the overall first cause."""
     # rank verdicts quote the symptoms' own lines: they never count as "same file"
-    same = [c for c in causes if _file(c) == _file(symptom) and not c.signature.startswith("rank-")]
+    same = [c for c in causes if _file(c) == _file(symptom) and "verdict" not in c.details]
     if same:
         return same[0]
     if symptom.first_time:
@@ -227,14 +205,23 @@ def _cause_of(symptom: Finding, causes: list[Finding]) -> Finding:
     return shared[0] if shared else causes[0]
 
 
-def _explain(findings: list[Finding]) -> None:
+def _explain(findings: list[Finding], scanner: Scanner) -> None:
     """Fill `why`: each cause explains the symptoms that follow it; each symptom points back."""
     if not findings:
         return
+    titles = {s.id: s.title for s in scanner.signatures.signatures}
+    shorts = {s.id: s.short or s.title for s in scanner.signatures.signatures}
     top = findings[0]
+    for f in findings:
+        if f.kind == "context":
+            f.why = "context: the launcher's or the run's summary, not a cause by itself"
+        elif f.guess:
+            f.why = ("no signature knows this error; the tree is a guess from its words — "
+                     "read the traceback it points to, then walk from there")
     if top.kind != "cause":
-        top.why = ("no cause-type message was found; this is the earliest symptom — look for the "
-                   "rank or node that printed nothing (or crashed) just before it")
+        if top.kind == "symptom":
+            top.why = ("no cause-type message was found; this is the earliest symptom — look "
+                       "for the rank or node that printed nothing (or crashed) just before it")
         return
     causes = [f for f in findings if f.kind == "cause"]
     linked: dict[int, list[Finding]] = {}
@@ -244,20 +231,19 @@ def _explain(findings: list[Finding]) -> None:
             linked.setdefault(id(cause), []).append(f)
             f.why = f"likely a consequence of {cause.signature} ({cause.link}), which came first"
     for i, c in enumerate(causes):
-        c.why = _cause_why(c, linked.get(id(c), []), first=(i == 0))
+        c.why = _cause_why(c, linked.get(id(c), []), titles, shorts, first=(i == 0))
     for f in findings:
-        if f.kind == "context":
-            f.why = "context: often harmless on its own"
-        if f.signature == "rank-silent" and set(f.ranks) & set(top.ranks):
+        if f.details.get("verdict") == "silent" and set(f.ranks) & set(top.ranks):
             f.why = (f"{_who(sorted(set(f.ranks) & set(top.ranks)))} is where "
-                     f"{SIGNATURES_BY_ID[top.signature].title} happened: it never reached the "
+                     f"{titles.get(top.signature, top.summary)} happened: it never reached the "
                      "collective the others waited in")
 
 
-def _cause_why(c: Finding, symptoms: list[Finding], *, first: bool) -> str:
+def _cause_why(c: Finding, symptoms: list[Finding], titles: dict[str, str],
+               shorts: dict[str, str], *, first: bool) -> str:
     when = _clock(c.first_time)
     reason = (f"{_who(c.ranks) if c.ranks else 'the log'} shows "
-              f"{SIGNATURES_BY_ID[c.signature].title}" + (f" at {when}" if when else ""))
+              f"{titles.get(c.signature, c.summary)}" + (f" at {when}" if when else ""))
     if not symptoms:
         return reason + ("; cause-type messages rank before symptoms, earliest first" if first
                          else "; another cause-type message, after the first")
@@ -272,7 +258,7 @@ def _cause_why(c: Finding, symptoms: list[Finding], *, first: bool) -> str:
     if others:
         on = f" on {'the other ' if c.ranks else ''}{len(others)} rank" + (
             "s" if len(others) != 1 else "")
-    what = SHORT.get(s.signature, SIGNATURES_BY_ID[s.signature].title)
+    what = shorts.get(s.signature, s.summary)
     return f"{reason}, {gap} the {what}{on}: those are its consequence"
 
 

@@ -11,6 +11,8 @@ from datetime import datetime
 
 from trainmedic.triage.loss_series import LossAnalysis
 
+SCHEMA_VERSION = 1  # of `trainmedic triage --json`; `trainmedic schema --output triage`
+
 
 @dataclass
 class Evidence:
@@ -18,9 +20,11 @@ class Evidence:
     line: int
     text: str
     rank: int | None = None
+    host: str | None = None
 
     def to_dict(self) -> dict:
-        return {"file": self.file, "line": self.line, "text": self.text, "rank": self.rank}
+        return {"file": self.file, "line": self.line, "text": self.text, "rank": self.rank,
+                "host": self.host}
 
 
 @dataclass
@@ -37,6 +41,12 @@ class Finding:
     first_time: datetime | None = None
     evidence: list[Evidence] = field(default_factory=list)
     details: dict = field(default_factory=dict)
+    hosts: list[str] = field(default_factory=list)
+
+    @property
+    def guess(self) -> bool:
+        """No signature knew the error: the tree was guessed from its words."""
+        return self.kind == "guess"
 
     @property
     def link(self) -> str:
@@ -51,7 +61,8 @@ class Finding:
         return {
             "signature": self.signature, "tree": self.tree, "node": self.node,
             "link": self.link, "confidence": round(self.confidence, 2), "summary": self.summary,
-            "kind": self.kind, "why": self.why, "count": self.count, "ranks": self.ranks,
+            "kind": self.kind, "guess": self.guess, "why": self.why, "count": self.count,
+            "ranks": self.ranks, "hosts": self.hosts,
             "first_time": self.first_time.isoformat(sep=" ") if self.first_time else None,
             "evidence": [e.to_dict() for e in self.evidence],
             "details": {k: v for k, v in self.details.items() if not k.startswith("_")},
@@ -65,6 +76,9 @@ class TriageReport:
     ranks: dict
     files: list[str]
     candidate_lines: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why it was not read)
+    root_cause: dict | None = None  # the launcher's "first observed failure", when printed
+    errors: int = 0  # error lines seen (a Python exception, a kill, a CUDA error, ...)
 
     @property
     def top(self) -> Finding | None:
@@ -72,10 +86,14 @@ class TriageReport:
 
     def to_dict(self) -> dict:
         return {
+            "schema_version": SCHEMA_VERSION,
             "findings": [f.to_dict() for f in self.findings],
             "loss": self.loss.to_dict(),
             "ranks": self.ranks,
             "files": self.files,
             "candidate_lines": self.candidate_lines,
+            "skipped": [{"file": f, "reason": why} for f, why in self.skipped],
+            "root_cause": self.root_cause,
+            "errors": self.errors,
             "next": self.top.walk_command if self.top else None,
         }
