@@ -20,7 +20,9 @@ def run(args: argparse.Namespace) -> int:
     report = estimate(cfg, capacity_mib=capacity, capacity_source=source)
     report.checks = run_checks(cfg)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        from trainmedic.commands.outputs import stamped
+
+        print(json.dumps(stamped("memory", report.to_dict()), indent=2))
     else:
         from trainmedic.memory.render import print_memory
 

@@ -38,11 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def payload(results: list[ProbeResult], *, include_raw: bool) -> dict:
-    return {
+    from trainmedic.commands.outputs import stamped
+
+    return stamped("probe", {
         "host": socket.gethostname(),
         "time": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
         "probes": [r.to_dict(include_raw=include_raw) for r in results],
-    }
+    })
 
 
 def _print_list(as_json: bool) -> None:

@@ -11,8 +11,6 @@ from datetime import datetime
 
 from trainmedic.triage.loss_series import LossAnalysis
 
-SCHEMA_VERSION = 1  # of `trainmedic triage --json`; `trainmedic schema --output triage`
-
 
 @dataclass
 class Evidence:
@@ -86,7 +84,6 @@ class TriageReport:
 
     def to_dict(self) -> dict:
         return {
-            "schema_version": SCHEMA_VERSION,
             "findings": [f.to_dict() for f in self.findings],
             "loss": self.loss.to_dict(),
             "ranks": self.ranks,

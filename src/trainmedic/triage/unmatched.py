@@ -13,19 +13,21 @@ import re
 from dataclasses import dataclass
 
 # Substrings that make a line a candidate for classification (part of the prefilter).
-NEEDLES = ("Error", "Exception", "Traceback (most recent call last)", "Killed", "NCCL WARN",
+NEEDLES = ("Error", "Exception", "Failed:", "Traceback (most recent call last)", "Killed",
+           "NCCL WARN",
            "CUDA error", "cuda runtime error", "CUDA_ERROR_", "exitcode", "exit code",
-           "exit status", "return code", "Segmentation fault", "core dumped", "Aborted",
-           "terminate called", "FATAL", "Fatal", "File \"")
+           "exit status", "return code", "Segmentation fault", "segmentation fault",
+           "core dumped", "Aborted", "terminate called", "FATAL", "Fatal", "ERROR", "File \"")
 
 _EXCEPTION = re.compile(
-    r"(?<![\w.])((?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure))"
+    r"(?<![\w.])((?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|"
+    r"Failed))"
     r"(?::\s+(\S.*)|:?\s*$)")
 _CODE_LINE = re.compile(r"^\s*(?:except\b|raise\b|class\b|def\b|from\b|import\b|#)")
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
 _KINDS = (
     ("killed", re.compile(r"(?:^|[\s:\]])Killed(?:\s*$|\s+(?:python|torchrun|process|\S+\.py))")),
-    ("crash", re.compile(r"Segmentation fault|Bus error|core dumped|terminate called after "
+    ("crash", re.compile(r"[Ss]egmentation fault|Bus error|core dumped|terminate called after "
                          r"throwing|(?:^|\s)Aborted(?:\s*\(core dumped\))?\s*$|Fatal Python "
                          r"error|\bFATAL\b")),
     ("exit", re.compile(r"exitcode\s*:\s*-?[1-9]|exit(?:ed)? (?:with )?(?:code|status)[:= ]+"
@@ -33,6 +35,8 @@ _KINDS = (
     ("nccl", re.compile(r"NCCL WARN")),
     ("cuda", re.compile(r"CUDA error|cuda runtime error|CUDA_ERROR_[A-Z_]+|\bcudaError[A-Z]\w+")),
     ("traceback", re.compile(r"Traceback \(most recent call last\)")),
+    # a logger's ERROR level ("ERROR:root:...", "[ERROR]", "| ERROR |")
+    ("logged", re.compile(r"(?:^|[\s\[|])ERROR(?:[:\]|]|\s|$)")),
 )
 # Lines that look like errors and are not: warnings, NCCL's bind retries at start-up.
 _BENIGN = re.compile(r"\w*Warning\b|NCCL WARN Call to bind failed|NCCL_ASYNC_ERROR_HANDLING"
@@ -83,13 +87,12 @@ class ErrorTracker:
 
     def feed(self, text: str, file: str, lineno: int, *, covered: bool, rank: int | None,
              host: str | None) -> None:
-        if 'File "' in text:
-            m = _FRAME.search(text)
-            if m:
-                func = f" in {m.group(3)}" if m.group(3) else ""
-                self._frame = f"{m.group(1)}:{m.group(2)}{func}"[:300]
-                return
         found = classify(text)
+        if 'File "' in text:
+            frames = _FRAME.findall(text)  # one-line pastes hold the frames and the error
+            if frames:
+                path, line, func = frames[-1]
+                self._frame = f"{path}:{line}{f' in {func}' if func else ''}"[:300]
         if found is None:
             return
         self.count += 1
