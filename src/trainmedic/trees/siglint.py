@@ -28,7 +28,9 @@ except ImportError:  # pragma: no cover
 
 _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT}
 _UNBOUNDED = _sre.MAXREPEAT
-_WIDE = {_sre.ANY, _sre.NOT_LITERAL, _sre.IN}
+# what a wildcard repeat runs over: `.` (a negated class such as `[^)]*` stops at its own
+# terminator and is the usual safe idiom)
+_WIDE = {_sre.ANY}
 
 
 @dataclass(frozen=True)
@@ -54,15 +56,45 @@ def regex_risk(pattern: str) -> str | None:
     items = list(parsed)
     if items and items[0][0] in _REPEATS:
         _lo, hi, sub = items[0][1]
-        if hi == _UNBOUNDED and len(sub) == 1 and sub[0][0] in _WIDE:
+        if hi == _UNBOUNDED and len(sub) == 1 and sub[0][0] in (_sre.ANY, _sre.IN):
             return ("it starts with an unbounded wildcard (like '.*'), which makes a search "
                     "quadratic on long lines; drop it (a search finds the match anywhere)")
+    for branch in _branches(items):
+        if not (branch and branch[0] == (_sre.AT, _sre.AT_BEGINNING)) and _wild_then_more(branch):
+            return ("an unbounded wildcard followed by more pattern (like 'a.*b') is tried from "
+                    "every place the line could start a match, which is quadratic on a long "
+                    "line: anchor the branch ('^(?=.*a).*b') or list plain words instead")
     nested = _nested_repeat(parsed, inside=False)
     if nested:
         return ("a repeated group holds another repeat (like '(a+)+'), which backtracks "
                 "exponentially on a long line that almost matches; make the inner part fixed-"
                 "width or the outer one bounded")
     return None
+
+
+def _branches(items: list) -> list[list]:
+    """The top-level alternatives of a pattern (the pattern itself when it has none)."""
+    if len(items) == 1 and items[0][0] == _sre.BRANCH:
+        return [list(b) for b in items[0][1][1]]
+    return [items]
+
+
+def _wild_then_more(items: list) -> bool:
+    for i, (op, arg) in enumerate(items):
+        children: list = []
+        if op in _REPEATS:
+            _lo, hi, sub = arg
+            if (hi == _UNBOUNDED and len(sub) == 1 and sub[0][0] in _WIDE
+                    and i + 1 < len(items)):
+                return True
+            children = [sub]
+        elif op == _sre.SUBPATTERN:
+            children = [arg[-1]]
+        elif op == _sre.BRANCH:
+            children = list(arg[1])
+        if any(_wild_then_more(list(child)) for child in children):
+            return True
+    return False
 
 
 def _nested_repeat(items, *, inside: bool) -> bool:

@@ -261,8 +261,18 @@ def _child_summary(_hit: HitView, view: Any) -> str | None:
     if cause.host:
         where.append(f"on {cause.host}")
     who = " ".join(where) or "a worker"
+    if cause.exitcode is None:
+        return f"the launcher's summary: {who} failed first (its exit code is cut off)"
     return (f"the launcher's summary: {who} failed first, exitcode {cause.exitcode} "
             f"({exit_meaning(cause.exitcode)})")
+
+
+def _keep_sigkill(_hit: HitView, view: Any) -> bool:
+    """A -9 is the cause unless the launcher names another first failure and lists the -9s
+    as the workers it stopped afterwards (torchrun escalates SIGTERM to SIGKILL)."""
+    root = view.launcher.root_cause
+    killed = view.launcher.killed_ranks
+    return root is None or root.exitcode == -9 or not killed or root.rank in killed
 
 
 def _read_nothing(_text: str, _ctx: LineContext) -> LineResult:
@@ -277,4 +287,5 @@ HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("named-ranks", frozenset(), _read_named_ranks, _merge_lists),
     Hook("overflow-burst", frozenset(), _read_nothing, None, _overflow_summary, _keep_overflow),
     Hook("child-failed", frozenset(), _read_nothing, None, _child_summary),
+    Hook("sigkill", frozenset(), _read_nothing, None, None, _keep_sigkill),
 )}

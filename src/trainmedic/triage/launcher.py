@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-NEEDLES = ("Root Cause (first observed failure)", "host      : ", "rank      : ",
-           "exitcode  : ", "exits with return code")
+NEEDLES = ("Root Cause (first observed failure)", "Failures:", "host      : ", "rank      : ",
+           "exitcode  : ", "exits with return code", "=====")
 
 _HOST = re.compile(r"\bhost\s{2,}:\s*(\S+)")
 _RANK = re.compile(r"\brank\s{2,}:\s*(\d+)(?:\s*\(local_rank:\s*(\d+)\))?")
@@ -46,21 +46,33 @@ class RootCause:
 
 
 class LauncherTracker:
-    """Reads the root-cause block (and DeepSpeed's exit line) from candidate lines."""
+    """Reads torchrun's failure summary (and DeepSpeed's exit line) from candidate lines: the
+    root cause, and the other failures it lists (workers the launcher itself stopped)."""
+
+    MAX_FAILURES = 64
 
     def __init__(self) -> None:
         self.root_cause: RootCause | None = None
-        self._open: RootCause | None = None  # a block being read
-        self._fields = 0
+        self.failures: list[RootCause] = []  # the "Failures:" entries, root cause excluded
+        self._open: RootCause | None = None  # an entry being read
+        self._section: str | None = None  # "failures" or "root"
 
     def new_source(self) -> None:
         self._open = None
+        self._section = None
+
+    @property
+    def killed_ranks(self) -> set[int]:
+        """Ranks the summary lists with exit code -9 besides the root cause."""
+        return {f.rank for f in self.failures if f.exitcode == -9 and f.rank is not None}
 
     def feed(self, text: str, file: str, lineno: int) -> None:
         if "Root Cause (first observed failure)" in text:
-            if self.root_cause is None:
-                self._open = RootCause(file, lineno)
-                self._fields = 0
+            self._section = "root" if self.root_cause is None else None
+            self._open = None
+            return
+        if "Failures:" in text:
+            self._section, self._open = "failures", None
             return
         if "exits with return code" in text:
             m = _DS_EXIT.search(text)
@@ -68,21 +80,30 @@ class LauncherTracker:
                 self.root_cause = RootCause(file, lineno, pid=int(m.group(1)),
                                             exitcode=int(m.group(2)))
             return
-        block = self._open
-        if block is None:
+        if self._section is None:
             return
-        if (m := _HOST.search(text)) and block.host is None:
-            block.host = m.group(1)[:200]
-        elif (m := _RANK.search(text)) and block.rank is None:
-            block.rank = int(m.group(1))
-            block.local_rank = int(m.group(2)) if m.group(2) else None
-        elif (m := _EXIT.search(text)) and block.exitcode is None:
-            block.exitcode = int(m.group(1))
-            block.pid = int(m.group(2)) if m.group(2) else None
-        else:
+        if "=====" in text:
+            self._section = self._open = None  # the summary ended
             return
-        self._fields += 1
-        if self._fields >= 3 or (block.exitcode is not None and block.rank is not None):
-            self.root_cause = block
-            if self._fields >= 3:
-                self._open = None
+        m_host, m_rank, m_exit = _HOST.search(text), _RANK.search(text), _EXIT.search(text)
+        if not (m_host or m_rank or m_exit):
+            return
+        entry = self._open
+        if entry is not None and ((m_host and entry.host is not None)
+                                  or (m_rank and entry.rank is not None)
+                                  or (m_exit and entry.exitcode is not None)):
+            entry = None  # the next entry (`[N]:` lines are not read: they hold no needle)
+        if entry is None:
+            entry = self._open = RootCause(file, lineno)
+            if self._section == "root":
+                self.root_cause = entry  # filled further as its lines come
+            elif len(self.failures) < self.MAX_FAILURES:
+                self.failures.append(entry)
+        if m_host and entry.host is None:
+            entry.host = m_host.group(1)[:200]
+        elif m_rank and entry.rank is None:
+            entry.rank = int(m_rank.group(1))
+            entry.local_rank = int(m_rank.group(2)) if m_rank.group(2) else None
+        elif m_exit and entry.exitcode is None:
+            entry.exitcode = int(m_exit.group(1))
+            entry.pid = int(m_exit.group(2)) if m_exit.group(2) else None

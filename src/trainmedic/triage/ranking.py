@@ -145,20 +145,29 @@ def _guess(scanner: Scanner, findings: list[Finding]) -> Finding | None:
         return None
     root = scanner.launcher.root_cause
     chosen = _pick(errors, root.rank if root else None)
-    sigs = scanner.signatures
-    tree, score = sigs.guess_tree(f"{chosen.text} {chosen.frame or ''}")
-    node = None
-    if tree is None:
-        tree, node = "triage", "died"
-    where = f" (raised at {chosen.frame})" if chosen.frame else ""
     rank = chosen.rank if chosen.rank is not None else (root.rank if root else None)
     host = chosen.host or (root.host if root and root.rank == rank else None)
     who = " on ".join(x for x in (f"rank {rank}" if rank is not None else "", host or "") if x)
-    text = chosen.text if len(chosen.text) <= 200 else chosen.text[:197] + "..."
-    summary = (f"guess: no known signature for {text!r}{where}"
-               + (f", printed by {who}" if who else "")
-               + (f"; its words point to the {tree} tree" if node is None else
-                  "; read the last lines of the rank that failed first"))
+    tree, node, score = "triage", "died", 0.0
+    if chosen.kind in ("exception", "nccl", "cuda", "crash", "logged"):
+        # an exit code or a kill has no words to go by; a message does
+        guessed, score = scanner.signatures.guess_tree(f"{chosen.text} {chosen.frame or ''}")
+        if guessed is not None:
+            tree, node = guessed, None
+    if chosen.kind == "exit" and root is not None:
+        from trainmedic.triage.hooks import exit_meaning
+
+        code = ("its exit code is cut off" if root.exitcode is None else
+                f"exitcode {root.exitcode}: {exit_meaning(root.exitcode)}")
+        summary = (f"guess: the launcher says {who or 'a worker'} failed first ({code}), and "
+                   "no message in these logs says why: read that rank's own output")
+    else:
+        text = chosen.text if len(chosen.text) <= 200 else chosen.text[:197] + "..."
+        where = f" (raised at {chosen.frame})" if chosen.frame else ""
+        summary = (f"guess: no known signature for {text!r}{where}"
+                   + (f", printed by {who}" if who else "")
+                   + (f"; its words point to the {tree} tree" if node is None else
+                      "; read the last lines of the rank that failed first"))
     evidence = [Evidence(e.file, e.line, scanner.redact(e.text)[:2000], e.rank, e.host)
                 for e in [chosen, *[e for e in errors if e is not chosen][:3]]]
     return Finding(

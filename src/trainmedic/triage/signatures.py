@@ -93,13 +93,19 @@ class SignatureSet:
         return sorted(self.index, key=lambda n: (-len(n), n))
 
     def guess_tree(self, text: str) -> tuple[str | None, float]:
-        """The tree whose signatures' words best match `text` (rarer words weigh more)."""
+        """The tree whose signatures' words best match `text` (rarer words weigh more), leaving
+        out a tree whose own signature holds a needle of `text` and excludes it ("this looks
+        like me but is not": Triton's shared-memory limit is not a CUDA OOM)."""
         words = {w.lower() for w in _WORD.findall(text)} - _STOP
         if not words or not self.vocabulary:
             return None, 0.0
+        disowned = {s.tree for s in self.signatures if s.exclude is not None
+                    and any(n in text for n in s.needles) and s.exclude.search(text)}
         spread = Counter(w for vocab in self.vocabulary.values() for w in vocab)
         best, score = None, 0.0
         for tree, vocab in sorted(self.vocabulary.items()):
+            if tree in disowned:
+                continue
             s = sum(1.0 / spread[w] for w in words if w in vocab)
             if s > score:
                 best, score = tree, s

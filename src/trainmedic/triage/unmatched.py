@@ -17,12 +17,16 @@ NEEDLES = ("Error", "Exception", "Failed:", "Traceback (most recent call last)",
            "NCCL WARN",
            "CUDA error", "cuda runtime error", "CUDA_ERROR_", "exitcode", "exit code",
            "exit status", "return code", "Segmentation fault", "segmentation fault",
-           "core dumped", "Aborted", "terminate called", "FATAL", "Fatal", "ERROR", "File \"")
+           "core dumped", "Aborted", "terminate called", "FATAL", "Fatal", "ERROR", "File \"",
+           ".errors.", ".exceptions.", ".exc.")
 
 _EXCEPTION = re.compile(
     r"(?<![\w.])((?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|"
     r"Failed))"
     r"(?::\s+(\S.*)|:?\s*$)")
+# an exception class from an errors module, whatever its name: triton.runtime.errors.OutOfResources
+_ERRORS_MODULE = re.compile(r"(?<![\w.])((?:[a-z_][a-z0-9_]*\.)+(?:errors|exceptions|exc)"
+                            r"\.[A-Z]\w*):\s")
 _CODE_LINE = re.compile(r"^\s*(?:except\b|raise\b|class\b|def\b|from\b|import\b|#)")
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in (\S+))?')
 _KINDS = (
@@ -58,7 +62,7 @@ def classify(text: str) -> tuple[str, str | None] | None:
     """(kind, exception class) when the line reports an error, else None."""
     if _BENIGN.search(text) or _CODE_LINE.match(text):
         return None
-    m = _EXCEPTION.search(text)
+    m = _EXCEPTION.search(text) or _ERRORS_MODULE.search(text)
     if m and not m.group(1).endswith("Warning"):
         return "exception", m.group(1)
     for kind, rx in _KINDS:
