@@ -137,4 +137,6 @@ def test_fp16_skipped_interval_without_loss_is_not_nan():
     vanished = megatron_line(52, 2.0).replace("| lm loss: 2.000000E+00 ", "")
     report = triage_text("\n".join([*lines, skipped, vanished]))
     assert report.loss.missing_loss_steps == 1
-    assert report.findings[0].link == "loss-spike#nan-loss"
+    # 50 finite steps, no grad-norm trouble, then the loss vanishes: a sudden NaN (the tree's
+    # nan-loss question sends that to nan-source)
+    assert report.findings[0].link == "loss-spike#nan-source"

@@ -28,7 +28,8 @@ CASES = {
     "nan_grad_norm_nemo.log": ("nan-check", "loss-spike#nan-source"),
     "megatron_grad_norm_nan.log": ("loss-nan", "loss-spike#nan-loss"),
     "hf_trainer_nan.log": ("loss-nan", "loss-spike#nan-loss"),
-    "megatron_loss_missing_nan.log": ("loss-nan", "loss-spike#nan-loss"),
+    # finite losses, a normal grad norm, then the loss field is gone: a sudden NaN
+    "megatron_loss_missing_nan.log": ("loss-nan", "loss-spike#nan-source"),
     "apex_overflow.log": ("loss-scale-collapse", "loss-spike#loss-scale-collapse"),
     "deepspeed_loss_scale_minimum.log": ("loss-scale-minimum", "loss-spike#loss-scale-collapse"),
     "device_assert.log": ("device-assert", "startup#device-assert"),

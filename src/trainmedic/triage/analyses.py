@@ -66,4 +66,50 @@ LOSS_SUMMARIES: dict[str, Callable[[LossAnalysis], tuple[str, dict[str, Any]]]] 
 # analyses whose findings are about the series, not about the ranks that printed it
 UNRANKED = frozenset({"loss-spike", "loss-nan"})
 
-ANALYSES = frozenset(LOSS_ANALYSES) | frozenset(RANK_ANALYSES.values())
+# analyses of the whole log once it is read
+WHOLE_LOG = ("loss-plateau", "step-time-creep")
+# what an analysis can conclude, for its signature's routes (`outcome:`)
+OUTCOMES: dict[str, frozenset[str]] = {
+    "loss-nan": frozenset({"sudden"}), "loss-plateau": frozenset({"identical"}),
+}
+
+ANALYSES = frozenset(LOSS_ANALYSES) | frozenset(RANK_ANALYSES.values()) | frozenset(WHOLE_LOG)
+
+
+def loss_outcome(name: str, loss: LossAnalysis) -> str | None:
+    """What a loss analysis concludes beyond its finding: a NaN is `sudden` when steps with a
+    finite loss came before it and the gradient norm neither exploded nor went NaN first (the
+    tree then asks where the NaN was born, not what drove it up)."""
+    if name != "loss-nan":
+        return None
+    nan_seen = loss.nan_count or loss.missing_loss_steps
+    if nan_seen and loss.count >= 2 and not loss.grad_explosions \
+            and not loss.grad_norm_nan_count and not loss.loss_scale_collapsed:
+        return "sudden"
+    return None
+
+def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
+                                                 list[tuple[str, int, str]]] | None:
+    """(summary, outcome, details, evidence lines) of a whole-log analysis, or None."""
+    from trainmedic.triage.trends import plateau
+
+    if name == "loss-plateau":
+        loss = scanner.loss.analysis
+        found = plateau(loss.points)
+        if found is None:
+            return None
+        how = ("never moved from the first logged step" if found["identical"] else
+               f"from step {found['from_step']} to {found['to_step']}")
+        return (f"the loss stays at {found['value']:.6g} ({found['points']} logged points, "
+                f"{how}): the model is not learning", "identical" if found["identical"] else
+                None, found, [])
+    if name == "step-time-creep":
+        st = scanner.steptimes
+        found = st.creep()
+        if found is None:
+            return None
+        lines = [x for x in (st.first, st.last) if x is not None]
+        return (f"the step time grows through the run: median {found['early']:.4g} early, "
+                f"{found['late']:.4g} late ({found['ratio']:.2f}x, {found['points']} readings)",
+                None, found, lines)
+    return None

@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from trainmedic.triage.analyses import LOSS_SUMMARIES, RANK_ANALYSES, UNRANKED
+from trainmedic.triage.analyses import (
+    LOSS_SUMMARIES,
+    RANK_ANALYSES,
+    UNRANKED,
+    WHOLE_LOG,
+    loss_outcome,
+    whole_log,
+)
 from trainmedic.triage.report import Evidence, Finding
 from trainmedic.triage.scanner import Hit, Scanner
 from trainmedic.triage.signatures import KIND_ORDER
@@ -25,6 +32,7 @@ def build_findings(scanner: Scanner) -> list[Finding]:
     year = next((h.first_time.year for h in hits if h.first_time and h.time_has_year), None)
     findings = [f for f in (_finding(h, scanner, year) for h in hits) if f is not None]
     findings += _rank_findings(scanner)
+    findings += _whole_log_findings(scanner)
     guess = _guess(scanner, findings)
     if guess is not None:
         findings.append(guess)
@@ -85,10 +93,13 @@ def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
     summary = sig.title
     if hook is not None and hook.summary is not None:
         summary = hook.summary(hit, scanner) or summary
-    elif sig.derive in LOSS_SUMMARIES:
+    tree, node = hit.tree, hit.node
+    if sig.derive in LOSS_SUMMARIES:
         text, extra = LOSS_SUMMARIES[sig.derive](scanner.loss.analysis)
         summary = text or summary
         details.update(extra)
+        tree, node = _by_outcome(sig, loss_outcome(sig.derive, scanner.loss.analysis),
+                                 (tree, node))
     ranks = sorted(hit.ranks)
     if ranks and sig.derive not in UNRANKED:
         summary = f"{_who(ranks)}: {summary}"
@@ -100,7 +111,7 @@ def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
     if hit.first_time is not None and not hit.time_has_year and year is None:
         details["time_has_year"] = False
     return Finding(
-        signature=sig.id, tree=hit.tree, node=hit.node, confidence=sig.confidence,
+        signature=sig.id, tree=tree, node=node, confidence=sig.confidence,
         summary=summary, kind=sig.kind, count=hit.count, ranks=ranks,
         first_time=_time(hit, year), evidence=_evidence(hit), details=details,
         hosts=sorted(hit.hosts),
@@ -129,6 +140,36 @@ def _rank_findings(scanner: Scanner) -> list[Finding]:
             evidence=[Evidence(f, line, scanner.redact(text)[:2000], None)
                       for f, line, text in v.evidence],
             details={"verdict": v.kind},
+        ))
+    return out
+
+
+def _by_outcome(sig, outcome: str | None,
+                default: tuple[str, str | None]) -> tuple[str, str | None]:
+    """Where an analysis' conclusion leads, by the signature's `outcome` routes."""
+    if outcome is not None:
+        for route in sig.routes:
+            if route.outcome == outcome:
+                return route.tree, route.node
+    return default
+
+
+def _whole_log_findings(scanner: Scanner) -> list[Finding]:
+    out = []
+    for name in WHOLE_LOG:
+        sig = scanner.signatures.derived.get(name)
+        if sig is None:
+            continue
+        found = whole_log(name, scanner)
+        if found is None:
+            continue
+        summary, outcome, details, lines = found
+        tree, node = _by_outcome(sig, outcome, (sig.tree, sig.node))
+        out.append(Finding(
+            signature=sig.id, tree=tree, node=node, confidence=sig.confidence,
+            summary=summary, kind=sig.kind, count=1, first_time=None,
+            evidence=[Evidence(f, line, scanner.redact(text)[:2000]) for f, line, text in lines],
+            details=dict(details),
         ))
     return out
 

@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 
 from trainmedic.redact import redact_text
 from trainmedic.trees.spec import NEAR_LINES
-from trainmedic.triage import launcher, lineinfo, unmatched
+from trainmedic.triage import launcher, lineinfo, trends, unmatched
 from trainmedic.triage.analyses import LOSS_ANALYSES
 from trainmedic.triage.hooks import LineContext
 from trainmedic.triage.launcher import LauncherTracker
@@ -96,7 +96,8 @@ class Scanner:
         self._near = frozenset(self.signatures.near_needles)
         # Needles that make a line worth Python's time: signatures, the words routes look for
         # above a match, errors no signature knows, the launcher's summary, progress lines.
-        watch = {*sig_needles, *self._near, *unmatched.NEEDLES, *launcher.NEEDLES}
+        watch = {*sig_needles, *self._near, *unmatched.NEEDLES, *launcher.NEEDLES,
+                 *trends.NEEDLES}
         self.needles = sorted(watch | set(SERIES_NEEDLES), key=lambda n: (-len(n), n))
         self._combined_b = trie_pattern(self.needles)
         # Progress lines are recognised by the loss tracker's own checks; leaving out their very
@@ -108,12 +109,14 @@ class Scanner:
         self._prefixes = {n: [p for p in watch if n.startswith(p)] for n in watch}
         self._error_needles = frozenset(unmatched.NEEDLES)
         self._launcher_needles = frozenset(launcher.NEEDLES)
+        self._trend_needles = frozenset(trends.NEEDLES)
         self.use_grep = use_grep
         self.hits: dict[tuple[str, str, str | None], Hit] = {}
         self.loss = LossTracker()
         self.ranks = RankCompare()
         self.launcher = LauncherTracker()
         self.errors = unmatched.ErrorTracker()
+        self.steptimes = trends.StepTimes()  # one series: the first source that prints one
         self.known_ranks: set[int] = set()
         self.hosts: set[str] = set()
         self.candidate_lines = 0
@@ -194,6 +197,9 @@ class Scanner:
             self.errors.feed(text, source.name, lineno, covered=covered, rank=rank, host=host)
         if found and not self._launcher_needles.isdisjoint(found):
             self.launcher.feed(text, source.name, lineno)
+        if found and not self._trend_needles.isdisjoint(found) and (
+                self.steptimes.first is None or self.steptimes.first[0] == source.name):
+            self.steptimes.feed(text, source.name, lineno)
         if self.loss.feed(text):
             self._progress_in_source = True
             self._loss_evidence(text, source, lineno, recent)

@@ -174,6 +174,8 @@ def forest_signatures(trees: tuple[str, ...] = ()) -> SignatureSet:
 def lint_hooks():  # -> trainmedic.trees.siglint.Hooks
     """What `trainmedic lint` checks signatures against: hooks, their outcomes, analyses."""
     from trainmedic.trees.siglint import Hooks
-    from trainmedic.triage.analyses import ANALYSES
+    from trainmedic.triage.analyses import ANALYSES, OUTCOMES
 
-    return Hooks({name: hook.outcomes for name, hook in HOOKS.items()}, ANALYSES)
+    outcomes = {name: hook.outcomes for name, hook in HOOKS.items()}
+    outcomes.update({name: OUTCOMES.get(name, frozenset()) for name in ANALYSES})
+    return Hooks(outcomes, ANALYSES)
