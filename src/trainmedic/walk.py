@@ -2,21 +2,28 @@
 
 The engine knows nothing of Textual or of the terminal. The TUI, the `--plain` prompts and the
 non-interactive `--answers` walk all drive one `WalkSession`, so they cannot disagree about where
-an answer leads, what "back" undoes, or what a saved walk contains (contracts §5).
+an answer leads, what "back" undoes, which probes run when (and with which launch command), or
+what a saved walk contains (`WalkRecord`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainmedic.errors import UsageError
 from trainmedic.redact import redact_text
 from trainmedic.trees.forest import Forest, Ref
 from trainmedic.trees.model import Fix, Node, Question
+
+if TYPE_CHECKING:
+    from trainmedic.probes.base import ProbeContext, ProbeResult
+    from trainmedic.probes.runner import ProbeRunner
+    from trainmedic.triage.attachment import TriageAttachment
 
 VERSION = 1
 
@@ -29,6 +36,13 @@ def new_walk_id(tree_id: str) -> str:
     """`20261129T081600-oom-3f2a`: sortable by time, readable, unique enough per user."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}-{tree_id}-{secrets.token_hex(2)}"
+
+
+def default_probe_runner() -> ProbeRunner:
+    """`run_probes`, imported only when a walk is going to suggest answers."""
+    from trainmedic.probes.runner import run_probes
+
+    return run_probes
 
 
 @dataclass
@@ -51,18 +65,122 @@ class StepRecord:
             "evidence": list(self.evidence), "time": self.time,
         }
 
+    @classmethod
+    def from_dict(cls, data: object) -> StepRecord:
+        """ValueError (saying what) when the step lacks its node, answer or target."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a step is {type(data).__name__}, not a mapping")
+        node, answer, goto = data.get("node"), data.get("answer"), data.get("goto")
+        if not isinstance(node, str) or not isinstance(goto, str):
+            raise ValueError("a step without its node or target")
+        if not isinstance(answer, int) or isinstance(answer, bool):
+            raise ValueError(f"answer {answer!r} of {node} is not a number")
+        suggested = data.get("suggested")
+        evidence = data.get("evidence")
+        return cls(node=node, question=str(data.get("question") or ""), answer=answer,
+                   answer_text=str(data.get("answer_text") or ""), goto=goto,
+                   suggested=suggested if isinstance(suggested, int)
+                   and not isinstance(suggested, bool) else None,
+                   evidence=[str(e) for e in evidence] if isinstance(evidence, list) else [],
+                   time=str(data.get("time") or ""))
 
-def facts_from(results: Iterable[Any]) -> tuple[dict[str, object], dict[str, str]]:
-    """Facts keyed `probe.fact` and their human evidence lines, from probe results or dicts."""
+
+@dataclass
+class WalkRecord:
+    """A walk as it is saved: what `WalkSession.record()` writes and what resume and the
+    incident report read.
+
+    `from_dict` never raises: it reads walks saved by every version so far and anything a
+    person edited; what it had to drop that resuming needs is listed in `problems` (not
+    saved), so a resume can refuse the walk while a report still renders it.
+    """
+
+    id: str
+    tree: str
+    current: str
+    started: str = ""
+    updated: str = ""
+    finished: bool = False
+    steps: list[StepRecord] = field(default_factory=list)
+    stack: list[str] = field(default_factory=list)
+    probes: list[ProbeResult] = field(default_factory=list)
+    triage: TriageAttachment | None = None
+    launch_command: str = ""
+    notes: str = ""
+    version: int = VERSION
+    problems: list[str] = field(default_factory=list, compare=False)
+
+    def probe_context(self) -> ProbeContext:
+        """What the probes may know from this walk (the launch command, for the memory probe)."""
+        from trainmedic.probes.base import ProbeContext
+
+        return ProbeContext(launch_command=self.launch_command)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version, "id": self.id, "tree": self.tree, "started": self.started,
+            "updated": self.updated, "current": self.current, "finished": self.finished,
+            "steps": [s.to_dict() for s in self.steps], "stack": list(self.stack),
+            "probes": [p.to_dict() for p in self.probes],
+            "triage": self.triage.to_dict() if self.triage is not None else None,
+            # Saved walks live in the home folder, often shared: no token leaves in them.
+            "launch_command": redact_text(self.launch_command), "notes": self.notes,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WalkRecord:
+        from trainmedic.probes.base import ProbeResult
+        from trainmedic.triage.attachment import TriageAttachment
+
+        problems: list[str] = []
+        version = data.get("version", VERSION)
+        if version != VERSION:
+            problems.append(f"unsupported version {version!r}")
+        current = data.get("current")
+        if not isinstance(current, str):
+            problems.append("malformed (no current node)")
+            current = ""
+        steps: list[StepRecord] = []
+        raw_steps = data.get("steps")
+        if not isinstance(raw_steps, list):
+            problems.append(f"malformed (steps is {type(raw_steps).__name__}, not a list)")
+            raw_steps = []
+        for i, raw in enumerate(raw_steps, start=1):
+            try:
+                steps.append(StepRecord.from_dict(raw))
+            except ValueError as exc:
+                problems.append(f"malformed (step {i}: {exc})")
+        stack = data.get("stack") or []
+        if not isinstance(stack, list):
+            problems.append(f"malformed (stack is {type(stack).__name__}, not a list)")
+            stack = []
+        probes = data.get("probes")
+        # One hand-edited probe entry must not crash the screen that reads them: dropped.
+        results = [ProbeResult.from_dict(p) for p in probes if isinstance(p, Mapping)] \
+            if isinstance(probes, list) else []
+        walk_id = data.get("id")
+        tree = data.get("tree")
+        return cls(
+            id=walk_id if isinstance(walk_id, str) else "?",
+            tree=tree if isinstance(tree, str) and tree else current.partition("#")[0],
+            current=current, started=str(data.get("started") or ""),
+            updated=str(data.get("updated") or ""), finished=data.get("finished") is True,
+            steps=steps, stack=[str(s) for s in stack],
+            probes=[r for r in results if r is not None],
+            triage=TriageAttachment.from_dict(data.get("triage")),
+            launch_command=str(data.get("launch_command") or ""),
+            notes=str(data.get("notes") or ""),
+            version=version if isinstance(version, int) else VERSION, problems=problems,
+        )
+
+
+def facts_from(results: Iterable[ProbeResult]) -> tuple[dict[str, object], dict[str, str]]:
+    """Facts keyed `probe.fact` and their human evidence lines, from probe results."""
     facts: dict[str, object] = {}
     evidence: dict[str, str] = {}
     for r in results:
-        name = r["name"] if isinstance(r, Mapping) else r.name
-        r_facts = (r.get("facts") if isinstance(r, Mapping) else r.facts) or {}
-        r_evidence = (r.get("evidence") if isinstance(r, Mapping)
-                      else getattr(r, "evidence", None)) or {}
-        facts.update({f"{name}.{k}": v for k, v in r_facts.items()})
-        evidence.update({f"{name}.{k}": str(v) for k, v in r_evidence.items()})
+        facts.update({f"{r.name}.{k}": v for k, v in r.facts.items()})
+        evidence.update({f"{r.name}.{k}": v for k, v in r.evidence.items()})
     return facts, evidence
 
 
@@ -80,10 +198,11 @@ class WalkSession:
         self.current = ref
         self.steps: list[StepRecord] = []
         self.stack: list[str] = []
-        self.probes: list[dict[str, Any]] = []
-        self.triage: dict[str, Any] | None = None
+        self.probes: list[ProbeResult] = []
+        self.triage: TriageAttachment | None = None
         self.launch_command = ""
         self.notes = ""
+        self.asked: set[str] = set()  # probes run (or running) in this walk, never saved
 
     # -- where we are -------------------------------------------------------------------------
     @property
@@ -121,6 +240,55 @@ class WalkSession:
 
         facts, evidence = self.facts()
         return suggest(question, facts, evidence)
+
+    # -- probes: which, when, with what ---------------------------------------------------------
+    def probe_context(self) -> ProbeContext:
+        """What the probes may know from this walk (the launch command, for the memory probe)."""
+        return self.record().probe_context()
+
+    def take_due_probes(self, *, again: bool = False) -> list[str]:
+        """The probes the current question's rules read that have not run in this walk (all of
+        them with `again`), marked as run: each runs once per walk unless asked again."""
+        question = self.question
+        if question is None:
+            return []
+        due = [p for p in question.probes if again or p not in self.asked]
+        self.asked.update(due)
+        return due
+
+    @property
+    def wants_launch_command(self) -> bool:
+        """The current question reads a probe that estimates the launch command."""
+        from trainmedic.probes.registry import launch_command_readers
+
+        question = self.question
+        return question is not None and bool(launch_command_readers(question.probes))
+
+    def set_launch_command(self, text: str) -> None:
+        """A new launch command: the probes that read it are due again."""
+        from trainmedic.probes.registry import launch_command_readers
+
+        self.launch_command = text.strip()
+        self.asked.difference_update(launch_command_readers(self.asked))
+        self._touch()
+
+    def run_due_probes(self, runner: ProbeRunner | None, *, again: bool = False) -> list[str]:
+        """Run the due probes now and attach their results (the blocking front ends' way; the
+        app runs `take_due_probes()` in a worker). A broken probe never ends a walk."""
+        due = self.take_due_probes(again=again) if runner is not None else []
+        if due and runner is not None:
+            # a failing runner means "no suggestion", never a dead walk
+            with contextlib.suppress(Exception):
+                self.attach_probes(runner(due, self.probe_context()))
+        return due
+
+    def attach_probes(self, results: Iterable[ProbeResult]) -> None:
+        """Keep the latest result of each probe (by name)."""
+        latest = {p.name: p for p in self.probes}
+        for r in results:
+            latest[r.name] = r
+        self.probes = list(latest.values())
+        self._touch()
 
     # -- moving -------------------------------------------------------------------------------
     def target_of(self, index: int) -> Ref:
@@ -192,91 +360,61 @@ class WalkSession:
         self.current = self.origin
         self._touch()
 
-    def attach_probes(self, results: Iterable[Any]) -> None:
-        """Keep the latest result of each probe (by name), as dicts ready to save."""
-        latest = {p["name"]: p for p in self.probes}
-        for r in results:
-            data = r if isinstance(r, Mapping) else r.to_dict()
-            latest[data["name"]] = dict(data)
-        self.probes = list(latest.values())
-        self._touch()
-
     def _touch(self) -> None:
         self.updated = now_iso()
 
     # -- saving -------------------------------------------------------------------------------
+    def record(self) -> WalkRecord:
+        """The walk as it is saved (and reported)."""
+        return WalkRecord(
+            id=self.id, tree=self.tree, current=str(self.current), started=self.started,
+            updated=self.updated, finished=self.finished, steps=list(self.steps),
+            stack=list(self.stack), probes=list(self.probes), triage=self.triage,
+            launch_command=self.launch_command, notes=self.notes)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "version": VERSION, "id": self.id, "tree": self.tree, "started": self.started,
-            "updated": self.updated, "current": str(self.current), "finished": self.finished,
-            "steps": [s.to_dict() for s in self.steps], "stack": list(self.stack),
-            "probes": [dict(p) for p in self.probes], "triage": self.triage,
-            # Saved walks live in the home folder, often shared: no token leaves in them.
-            "launch_command": redact_text(self.launch_command), "notes": self.notes,
-        }
+        return self.record().to_dict()
+
+    @classmethod
+    def from_record(cls, forest: Forest, record: WalkRecord) -> WalkSession:
+        """Resume a saved walk; UsageError (naming the walk) when it no longer fits the trees."""
+
+        def bad(why: str) -> UsageError:
+            return UsageError(f"saved walk {record.id}: {why}")
+
+        if record.problems:
+            raise bad(record.problems[0])
+
+        def ref(text: str) -> Ref:
+            try:
+                return forest.parse_ref(text)
+            except UsageError as exc:
+                raise bad(f"{exc} (the trees changed since it was saved)") from None
+
+        current = ref(record.current)
+        steps = record.steps
+        session = cls(forest, ref(steps[0].node) if steps else current, walk_id=record.id)
+        session.tree = record.tree or session.origin.tree
+        for i, step in enumerate(steps):
+            node = forest.node(ref(step.node))
+            if not isinstance(node, Question) or not 0 <= step.answer < len(node.answers):
+                raise bad(f"step {i + 1} ({step.node}) no longer fits the trees")
+            ref(step.goto)
+        session.steps = list(steps)
+        session.current = current
+        session.stack = [str(ref(s)) for s in record.stack]
+        session.started = record.started or session.started
+        session.updated = record.updated or session.updated
+        session.probes = list(record.probes)
+        session.triage = record.triage
+        session.launch_command = record.launch_command
+        session.notes = record.notes
+        return session
 
     @classmethod
     def from_dict(cls, forest: Forest, data: Mapping[str, Any]) -> WalkSession:
-        """Restore a saved walk; UsageError (naming the walk) when it no longer fits the trees."""
-        walk_id = str(data.get("id", "?"))
-
-        def bad(why: str) -> UsageError:
-            return UsageError(f"saved walk {walk_id}: {why}")
-
-        if data.get("version") != VERSION:
-            raise bad(f"unsupported version {data.get('version')!r}")
-        try:
-            current = _ref(forest, data["current"])
-            steps = [StepRecord(
-                node=str(s["node"]), question=str(s.get("question", "")), answer=int(s["answer"]),
-                answer_text=str(s.get("answer_text", "")), goto=str(s["goto"]),
-                suggested=s.get("suggested"), evidence=[str(e) for e in s.get("evidence") or []],
-                time=str(s.get("time", ""))) for s in data["steps"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise bad(f"malformed ({exc.__class__.__name__}: {exc})") from None
-        except UsageError as exc:
-            raise bad(f"{exc} (the trees changed since it was saved)") from None
-        session = cls(forest, _ref_or_bad(forest, steps[0].node, bad) if steps else current,
-                      walk_id=walk_id)
-        session.tree = str(data.get("tree") or session.origin.tree)
-        for i, step in enumerate(steps):
-            node = forest.node(_ref_or_bad(forest, step.node, bad))
-            if not isinstance(node, Question) or not 0 <= step.answer < len(node.answers):
-                raise bad(f"step {i + 1} ({step.node}) no longer fits the trees")
-            _ref_or_bad(forest, step.goto, bad)
-        stack = data.get("stack") or []
-        if not isinstance(stack, list):
-            raise bad(f"malformed (stack is {type(stack).__name__}, not a list)")
-        session.steps = steps
-        session.current = current
-        session.stack = [str(_ref_or_bad(forest, str(s), bad)) for s in stack]
-        session.started = str(data.get("started") or session.started)
-        session.updated = str(data.get("updated") or session.updated)
-        probes = data.get("probes") or []
-        # facts_from reads these at once: one hand-edited entry must not crash the screen
-        session.probes = [dict(p) for p in probes if _is_probe(p)] \
-            if isinstance(probes, list) else []
-        triage = data.get("triage")
-        session.triage = dict(triage) if isinstance(triage, Mapping) else None
-        session.launch_command = str(data.get("launch_command") or "")
-        session.notes = str(data.get("notes") or "")
-        return session
+        return cls.from_record(forest, WalkRecord.from_dict(data))
 
 
-def _is_probe(p: object) -> bool:
-    """A saved probe result that `facts_from` can read: a name, and mappings where it wants them."""
-    return isinstance(p, Mapping) and isinstance(p.get("name"), str) \
-        and all(isinstance(p.get(k) or {}, Mapping) for k in ("facts", "evidence"))
+Saver = Callable[[WalkRecord], object]
 
-
-def _ref(forest: Forest, text: object) -> Ref:
-    if not isinstance(text, str):
-        raise TypeError(f"node reference {text!r} is not text")
-    return forest.parse_ref(text)
-
-
-def _ref_or_bad(forest: Forest, text: str, bad) -> Ref:
-    try:
-        return forest.parse_ref(text)
-    except UsageError as exc:
-        raise bad(f"{exc} (the trees changed since it was saved)") from None

@@ -7,18 +7,14 @@ import time
 
 from tui_helpers import FIXTURES
 
-from trainmedic.trees import builtin_tree_dir, load_forest
-from trainmedic.tui import catalog
-from trainmedic.tui.launch import build_home_app
-
-
-def test_builtin_dir_matches_the_loader():
-    assert catalog.builtin_dir() == builtin_tree_dir()
+from trainmedic.trees import load_forest
+from trainmedic.tui import home_cards as catalog
+from trainmedic.tui.start import build_home_app
 
 
 def test_cards_cached_until_a_tree_file_changes(tmp_path, monkeypatch):
     (tmp_path / "none").mkdir()
-    monkeypatch.setattr(catalog, "builtin_dir", lambda: tmp_path / "none")
+    monkeypatch.setattr(catalog, "builtin_tree_dir", lambda: tmp_path / "none")
     monkeypatch.setattr("trainmedic.trees.forest.builtin_tree_dir", lambda: tmp_path / "none")
     trees = tmp_path / "trees"
     shutil.copytree(FIXTURES, trees)
