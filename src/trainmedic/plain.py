@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import IO, TYPE_CHECKING
 
 from trainmedic.errors import UsageError
+from trainmedic.trees.danger import mark_line
 from trainmedic.trees.model import Fix, Question
 from trainmedic.walk import Saver, WalkRecord, WalkSession
 
@@ -74,6 +75,9 @@ def print_fix(console: Console, fix: Fix, ref: str) -> None:
     console.print(Text(f"Why: {fix.why}"))
     for i, step in enumerate(fix.steps, start=1):
         console.print(Text(f"{i}. {step.do}"))
+        mark = mark_line(step.danger, step.needs)
+        if mark:
+            console.print(Text("   " + mark, style="bold red" if step.danger else "bold yellow"))
         if step.code:
             for line in step.code.rstrip().splitlines():
                 console.print(Text("     " + line, style="cyan"))

@@ -80,10 +80,10 @@ def test_shipped_schema_is_the_generated_one() -> None:
 
 def documented_keys() -> dict[str, dict[str, bool]]:
     """object -> {key: required} as the key table of docs/tree-format.md states them, with the
-    keys of answers, steps and refs read from their `{a, b?}` lists (`?`: optional)."""
+    keys of answers, steps, dangers and refs read from their `{a, b?}` lists (`?`: optional)."""
     text = (ROOT / "docs" / "tree-format.md").read_text(encoding="utf-8")
     table = text.split("## Keys", 1)[1]
-    inline = {"answers": "answer", "steps": "step", "refs": "ref"}
+    inline = {"answers": "answer", "steps": "step", "danger": "danger", "refs": "ref"}
     keys: dict[str, dict[str, bool]] = {}
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

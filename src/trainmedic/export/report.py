@@ -20,6 +20,7 @@ from trainmedic.export.escalation import MINIMUM, Ask
 from trainmedic.export.markdown import fence, one_line, prose
 from trainmedic.redact import REDACTED, is_secret_name, redact_command, redact_text
 from trainmedic.trees import Fix, Forest, Question
+from trainmedic.trees.danger import mark_line
 
 if TYPE_CHECKING:
     from trainmedic.export.repoinfo import RepoInfo
@@ -86,6 +87,7 @@ class CodeStep:
     do: str
     code: str | None
     lang: str | None
+    mark: str | None = None  # the warning before a disruptive or privileged command
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,8 @@ class Outcome:
         node = _node(forest, current)
         if isinstance(node, Fix):
             return cls("fix", current, str(node.fix), str(node.why),
-                       tuple(CodeStep(str(s.do), s.code, s.lang) for s in node.steps),
+                       tuple(CodeStep(str(s.do), s.code, s.lang, mark_line(s.danger, s.needs))
+                             for s in node.steps),
                        str(node.verify) if node.verify else None,
                        str(node.myth) if node.myth else None)
         if isinstance(node, Question):
@@ -243,6 +246,8 @@ def _render_outcome(outcome: Outcome) -> list[str]:
                 "", f"**Why.** {prose(outcome.why or '')}", ""]
         for index, step in enumerate(outcome.steps, start=1):
             out.append(f"{index}. {one_line(step.do)}")
+            if step.mark:
+                out += ["", f"   > **{one_line(step.mark)}**"]
             if step.code:
                 out += ["", *("   " + line if line else "" for line in
                               fence(step.code, step.lang or "bash"))]
