@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from trainmedic.errors import UsageError
 from trainmedic.redact import redact_text
-from trainmedic.trees.forest import Forest, Ref
 from trainmedic.trees.model import Fix, Node, Question
 
 if TYPE_CHECKING:
     from trainmedic.probes.base import ProbeContext, ProbeResult
     from trainmedic.probes.runner import ProbeRunner
+    from trainmedic.trees.forest import Forest, Ref
     from trainmedic.triage.attachment import TriageAttachment
 
 VERSION = 1
