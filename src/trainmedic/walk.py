@@ -9,14 +9,12 @@ what a saved walk contains (`WalkRecord`).
 from __future__ import annotations
 
 import contextlib
-import secrets
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from trainmedic.errors import UsageError
-from trainmedic.redact import redact_text
 from trainmedic.trees.model import Fix, Node, Question
 
 if TYPE_CHECKING:
@@ -34,6 +32,8 @@ def now_iso() -> str:
 
 def new_walk_id(tree_id: str) -> str:
     """`20261129T081600-oom-3f2a`: sortable by time, readable, unique enough per user."""
+    import secrets  # hashlib and OpenSSL: not for the home screen, which only lists walks
+
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}-{tree_id}-{secrets.token_hex(2)}"
 
@@ -117,6 +117,8 @@ class WalkRecord:
         return ProbeContext(launch_command=self.launch_command)
 
     def to_dict(self) -> dict[str, Any]:
+        from trainmedic.redact import redact_text
+
         return {
             "version": self.version, "id": self.id, "tree": self.tree, "started": self.started,
             "updated": self.updated, "current": self.current, "finished": self.finished,
