@@ -311,6 +311,7 @@ FLAGS: dict[str, tuple[str, str]] = {
     "--attention-dropout": ("attention_dropout", "float"),
     "--position-embedding-type": ("position_embedding_type", "str"),
     "--use-rotary-position-embeddings": ("position_embedding_type", "rope"),
+    "--no-position-embedding": ("position_embedding_type", "none"),
     "--max-position-embeddings": ("max_position_embeddings", _INT),
     "--add-qkv-bias": ("add_qkv_bias", "true"),
     "--qk-layernorm": ("qk_layernorm", "true"),
@@ -343,6 +344,8 @@ FLAGS: dict[str, tuple[str, str]] = {
     "--wgrad-deferral-limit": ("wgrad_deferral_limit", _INT),
     "--fp8-recipe": ("fp8_recipe", "str"),
 }
+# Flags that set their field to the kind's name (`--recompute-activations` = selective).
+FIXED_VALUE_KINDS = ("selective", "rope", "none")
 # Short Megatron aliases people use in scripts.
 ALIASES = {
     "--tensor-parallel-size": "--tensor-model-parallel-size",
@@ -429,7 +432,7 @@ def config_from_args(argv: list[str], *, config: MemoryConfig | None = None) -> 
         if kind in ("true", "false"):
             setattr(cfg, attr, kind == "true")
             continue
-        if kind in ("selective", "rope"):  # flags that set a fixed value
+        if kind in FIXED_VALUE_KINDS:  # flags that set a fixed value
             setattr(cfg, attr, kind)
             continue
         if kind == "list":

@@ -48,8 +48,7 @@ NOT_MODELLED: dict[str, str] = {
     "--encoder-seq-length": "encoder-decoder models",
     "--moe-use-legacy-grouped-gemm": "legacy grouped GEMM buffers",
     "--moe-router-padding-for-fp8": "padded expert inputs",
-    "--apply-layernorm-1p": "zero-centred norm weights (no size change, kept for safety)",
-    "--rotary-percent": "partial rotary embedding",
+    "--use-transformer-engine-op-fuser": "TE's operation fuser saves different tensors",
 }
 
 # Prefixes (and exact names) of flags that cannot change GPU memory during training.
@@ -57,9 +56,11 @@ NO_EFFECT_PREFIXES = (
     "--log", "--tensorboard", "--wandb", "--timing-log", "--lr", "--min-lr", "--weight-decay",
     "--start-weight-decay", "--end-weight-decay", "--clip-grad", "--adam-", "--sgd-momentum",
     "--init-method", "--seed", "--save", "--load", "--no-load", "--pretrained-checkpoint",
-    "--ckpt", "--dist-ckpt", "--async-save", "--use-persistent-ckpt-worker", "--data",
+    "--ckpt", "--no-ckpt", "--dist-ckpt", "--async-save", "--use-persistent-ckpt-worker", "--data",
     "--split", "--train-", "--eval-", "--exit-", "--vocab-file", "--merge-file",
-    "--tokenizer-", "--mock-data", "--num-workers", "--no-mmap-bin-files",
+    "--tokenizer-", "--tiktoken", "--decoupled-lr", "--decoupled-min-lr",
+    "--apply-layernorm-1p", "--rotary-percent", "--mock-data", "--num-workers",
+    "--no-mmap-bin-files",
     "--distributed-backend", "--distributed-timeout", "--use-mcore-models",
     "--no-persist-layer-norm", "--norm-epsilon", "--rotary-base", "--rotary-scaling-factor",
     "--rotary-seq-len-interpolation", "--rotary-interleaved", "--mscale", "--no-rope-fusion",
