@@ -63,4 +63,5 @@ def test_persistent_part_matches_the_allocation_after_the_step(results):
     """Weights, gradients, optimizer state and workspaces against `mem-allocated-bytes`."""
     off = [r for r in results if abs(r.static_mib - r.case.allocated_mib)
            > max(0.05 * r.case.allocated_mib, 64)]
-    assert len(off) <= 2, [(r.case.case, r.static_mib, r.case.allocated_mib) for r in off]
+    # one known exception: the 7B VPP run keeps a bf16 tensor the size of its output layer
+    assert len(off) <= 1, [(r.case.case, r.static_mib, r.case.allocated_mib) for r in off]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MIB = 1024 * 1024
 SMALL_CASE_MIB = 2.5 * 1024  # below this the band is at least BAND_FLOOR_MIB
@@ -31,7 +32,7 @@ class MeasuredCase:
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> MeasuredCase:
+    def from_dict(cls, data: dict[str, Any]) -> MeasuredCase:
         """From a fixture file's mapping; args may be a mapping of Megatron flags."""
         raw = data.get("args") or {}
         argv: list[str] = []
@@ -42,17 +43,16 @@ class MeasuredCase:
                 elif value is not None and value is not False:  # 0.0 is a value
                     argv += [str(flag), str(value)]
         else:
-            argv = [str(a) for a in raw]  # type: ignore[union-attr]
+            argv = [str(a) for a in raw]
         measured = data.get("measured") or {}
-        assert isinstance(measured, dict)
         return cls(
             case=str(data.get("case", "?")),
             split=str(data.get("split", "tune")),
-            world_size=int(data.get("world_size", 8)),  # type: ignore[arg-type]
+            world_size=int(data.get("world_size", 8)),
             args=argv,
             max_allocated_mib=float(measured.get("max_allocated_bytes", 0)) / MIB,
             allocated_mib=float(measured.get("allocated_bytes", 0)) / MIB,
-            sources=dict(data.get("sources") or {}),  # type: ignore[arg-type]
+            sources=dict(data.get("sources") or {}),
         )
 
     def to_dict(self) -> dict[str, object]:

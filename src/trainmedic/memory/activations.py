@@ -95,10 +95,13 @@ def _scores_bytes_per_element(cfg: MemoryConfig, keys: float, batches: float) ->
     the gradient of the probabilities and of the scores."""
     fused = (cfg.masked_softmax_fusion and 16 < keys <= FUSED_SOFTMAX_MAX_KEYS
              and batches % 4 == 0)
+    fp32 = cfg.transformer_impl == "transformer_engine" or cfg.attention_softmax_in_fp32
     if fused:
         saved, forward = 2.0, 2.0  # bf16 probabilities; bf16 scores before the kernel
-    else:
+    elif fp32:  # TE's softmax_in_fp32 default, Megatron's --attention-softmax-in-fp32
         saved, forward = 4.0 + 2.0, 2.0 + 4.0  # fp32 softmax kept + bf16 copy for the bmm
+    else:
+        saved, forward = 2.0, 2.0  # bf16 softmax
     if cfg.attention_dropout > 0:
         saved += 1.0 + 2.0  # dropout mask and dropped probabilities (the bmm's input)
     backward = 2.0 + 2.0  # grad of probabilities, then of scores (fused kernel: in place)

@@ -50,7 +50,7 @@ def warmup_passes(pp: int, rank: int, vp: int, microbatches: int, group_size: in
 
 def schedule_table(microbatches: int, vp: int, group_size: int) -> list[tuple[int, int]]:
     """Megatron's get_schedule_table: (microbatch, chunk) of each forward pass, in order."""
-    table = []
+    table: list[tuple[int, int]] = []
     for start in range(0, microbatches, group_size):
         stop = min(start + group_size, microbatches)
         for chunk in range(vp):
