@@ -165,3 +165,23 @@ def test_flags_never_silently_ignored():
     assert report.to_dict()["not_modelled_args"] == ["--cpu-offloading"]
     assert any("not modelled" in n and NOT_MODELLED["--cpu-offloading"] in n
                for n in report.notes)
+
+
+def test_overlapped_moe_communication_adds_a_warmup_forward_not_a_microbatch():
+    """--overlap-moe-expert-parallel-comm: Megatron warms up one more forward, then runs each
+    forward together with a backward (combined 1F1B): the count in flight does not grow."""
+    chunks = [ChunkMemory(1, 1, 1), ChunkMemory(10, 10, 10)]
+    plain = peak(chunks, pp=2, rank=1, microbatches=4)
+    combined = peak(chunks, pp=2, rank=1, microbatches=4, combined=True)
+    assert combined.warmup == plain.warmup + 1
+    assert combined.in_flight_at_peak == plain.in_flight_at_peak
+    assert warmup_passes(1, 0, 1, 8, 1, combined=True) == 1  # no pipelining: one alone
+    solo = peak([ChunkMemory(5, 5, 5)], pp=1, rank=0, microbatches=8, combined=True)
+    assert (solo.peak_bytes, solo.in_flight_at_peak) == (5, 1)
+
+
+def test_selective_recompute_of_other_modules_is_listed_as_not_modelled():
+    text = DENSE + " --recompute-granularity selective --recompute-modules core_attn mlp"
+    report = estimate(cfg_of(text), capacity_mib=1e6)
+    assert report.to_dict()["not_modelled_args"] == ["--recompute-modules mlp"]
+    assert cfg_of(text).recompute_modules == ["core_attn", "mlp"]

@@ -206,8 +206,12 @@ def moe_pass(cfg: MemoryConfig, sh: Shape) -> Pass:
     if cfg.moe_router_dtype in ("fp32", "fp64"):
         width = 4 if cfg.moe_router_dtype == "fp32" else 8
         p.saved["router input in fp32"] = width * local_tokens * h
+    # router.py: fp32 logits, their softmax/sigmoid scores and the top-k probabilities map
     p.saved["router logits, scores and probabilities (fp32)"] = 3 * 4.0 * local_tokens * experts
-    p.saved["dispatched tokens (expert fc1 input)"] = sh.lin_in * n * h
+    width = cfg.moe_latent_size or h  # experts work on the latent projection when set
+    p.saved["dispatched tokens (expert fc1 input)"] = sh.lin_in * n * width
+    if cfg.moe_latent_size:
+        p.saved["latent projection input"] = act * local_tokens * h
     p.saved["expert fc1 output"] = act * n * ffn * gate / cfg.etp
     p.saved["expert activation output (fc2 input)"] = sh.lin_in * n * ffn / cfg.etp
     # the routing probabilities weight the activation inside the experts (experts.py
@@ -226,7 +230,7 @@ def moe_pass(cfg: MemoryConfig, sh: Shape) -> Pass:
         # every token of the EP x ETP group, gathered before the local experts pick theirs
         p.forward_extra = act * local_tokens * cfg.expert_model_parallel_size * cfg.etp * h
     # gradients of the expert activations and of the dispatched tokens
-    p.backward_extra = act * n * ffn * (gate + 1) / cfg.etp + 2 * act * n * h
+    p.backward_extra = act * n * ffn * (gate + 1) / cfg.etp + 2 * act * n * width
     return p
 
 
@@ -335,7 +339,7 @@ def chunk_activations(cfg: MemoryConfig, chunk: Chunk) -> ChunkActivations:
     order: list[Pass] = []
     if chunk.embedding:
         emb = Pass()
-        emb.saved["token and position ids"] = 16.0 * sh.tokens
+        emb.saved["token and position ids"] = 16.0 * sh.tokens  # int64 each
         if cfg.hidden_dropout > 0:
             emb.saved["embedding dropout mask"] = 1.0 * sh.tokens * cfg.hidden_size / sh.sp
         # the embedding's weight gradient is a dense bf16 tensor before it reaches main_grad

@@ -106,7 +106,8 @@ def rank_allocation(cfg: MemoryConfig, rank: int,
     memories = [ChunkMemory(a.saved_total, a.forward_peak, a.backward_peak) for a in acts]
     microbatches = cfg.num_microbatches
     result = peak(memories, pp=cfg.pp, rank=rank, microbatches=microbatches,
-                  group_size=cfg.microbatch_group_size_per_vp_stage)
+                  group_size=cfg.microbatch_group_size_per_vp_stage,
+                  combined=cfg.overlap_moe_expert_parallel_comm)
     biggest = max(acts, key=lambda a: a.saved_total)
     deferred = deferred_wgrad_bytes(cfg) if any(c.output for c in chunks) else 0.0
     return RankAllocation(

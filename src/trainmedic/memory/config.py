@@ -121,7 +121,6 @@ class MemoryConfig:
     microbatch_group_size_per_vp_stage: int | None = None
     defer_embedding_wgrad_compute: bool = False
     wgrad_deferral_limit: int = 0  # 0: every microbatch is deferred
-    fp8_recipe: str = "delayed"
     notes: list[str] = field(default_factory=list, compare=False)
     ignored_args: list[str] = field(default_factory=list, compare=False)
 
@@ -342,7 +341,6 @@ FLAGS: dict[str, tuple[str, str]] = {
         "microbatch_group_size_per_vp_stage", _INT),
     "--defer-embedding-wgrad-compute": ("defer_embedding_wgrad_compute", "true"),
     "--wgrad-deferral-limit": ("wgrad_deferral_limit", _INT),
-    "--fp8-recipe": ("fp8_recipe", "str"),
 }
 # Flags that set their field to the kind's name (`--recompute-activations` = selective).
 FIXED_VALUE_KINDS = ("selective", "rope", "none")

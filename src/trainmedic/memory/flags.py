@@ -8,6 +8,8 @@ never mistakes silence for a modelled effect.
 
 from __future__ import annotations
 
+from trainmedic.memory.config import MemoryConfig
+
 # Flags that change what the GPU allocates and that the model does not reproduce, with why.
 NOT_MODELLED: dict[str, str] = {
     "--cpu-offloading": "activations offloaded to the host",
@@ -38,6 +40,7 @@ NOT_MODELLED: dict[str, str] = {
     "--num-layers-at-start-in-bf16": "mixed fp8/bf16 layers",
     "--num-layers-at-end-in-bf16": "mixed fp8/bf16 layers",
     "--fp4-format": "fp4 weights and activations",
+    "--fp8-recipe": "the recipe's scaling tensors (delayed, tensorwise, mxfp8, blockwise)",
     "--accumulate-allreduce-grads-in-fp32": "fp32 gradient buffer with fp16",
     "--reuse-grad-buf-for-mxfp8-param-ag": "gradient buffer reused for fp8 parameters",
     "--use-legacy-models": "the legacy GPT model saves different tensors",
@@ -110,3 +113,17 @@ def not_modelled_note(flags: list[str]) -> str:
     named = [f"{flag} ({NOT_MODELLED[flag]})" if flag in NOT_MODELLED else flag
              for flag in flags]
     return "not modelled (may change memory): " + ", ".join(named)
+
+
+# Megatron's --recompute-modules; the model recomputes core attention only.
+MODELLED_RECOMPUTE_MODULES = ("core_attn",)
+
+
+def unmodelled_settings(cfg: MemoryConfig) -> list[str]:
+    """Values of flags the model reads but does not reproduce, as flags to list."""
+    out = []
+    modules = cfg.recompute_modules or []
+    other = [m for m in modules if m not in MODELLED_RECOMPUTE_MODULES]
+    if cfg.recompute_granularity == "selective" and other:
+        out.append("--recompute-modules " + " ".join(other))
+    return out

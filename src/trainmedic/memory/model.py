@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from trainmedic.memory.config import MemoryConfig
-from trainmedic.memory.flags import classify, not_modelled_note
+from trainmedic.memory.flags import classify, not_modelled_note, unmodelled_settings
 
 MIB = 1024 * 1024
 # Stated allowances beyond the tensors (see docs/memory.md).
@@ -369,7 +369,8 @@ class MemoryReport:
             "checks": self.checks,
             "notes": list(self.config.notes) + self.notes,
             "ignored_args": sorted(set(self.config.ignored_args)),
-            "not_modelled_args": classify(self.config.ignored_args)[0],
+            "not_modelled_args": (classify(self.config.ignored_args)[0]
+                                  + unmodelled_settings(self.config)),
             "inputs": self.config.to_dict(),
         }
 
@@ -401,7 +402,7 @@ def estimate(
     )
     if cfg.sequence_parallel and cfg.tp == 1:
         notes.append("--sequence-parallel is ignored at TP 1 (Megatron turns it off)")
-    risky = classify(cfg.ignored_args)[0]
+    risky = classify(cfg.ignored_args)[0] + unmodelled_settings(cfg)
     if risky:
         notes.append(not_modelled_note(risky))
     if suggest and report.verdict != "fits":

@@ -39,13 +39,16 @@ class SchedulePeak:
     warmup: int  # Megatron's num_warmup_microbatches for this rank (in chunk passes)
 
 
-def warmup_passes(pp: int, rank: int, vp: int, microbatches: int, group_size: int) -> int:
-    """Megatron's num_warmup_microbatches (chunk passes) for `rank`."""
+def warmup_passes(pp: int, rank: int, vp: int, microbatches: int, group_size: int,
+                  combined: bool = False) -> int:
+    """Megatron's num_warmup_microbatches (chunk passes) for `rank`; `combined` is
+    `--overlap-moe-expert-parallel-comm` (one more forward before the combined 1F1B steps;
+    without pipelining, the first microbatch's forward runs alone)."""
     total = microbatches * vp
     if pp == 1:
-        return 0
+        return min(1, total) if combined else 0
     warm = pp - rank - 1 if vp == 1 else (pp - rank - 1) * 2 + (vp - 1) * group_size
-    return min(warm, total)
+    return min(warm + combined, total)
 
 
 def schedule_table(microbatches: int, vp: int, group_size: int) -> list[tuple[int, int]]:
@@ -58,49 +61,54 @@ def schedule_table(microbatches: int, vp: int, group_size: int) -> list[tuple[in
     return table
 
 
-def passes(pp: int, rank: int, vp: int, microbatches: int,
-           group_size: int) -> tuple[list[tuple[str, int]], int]:
-    """('F' or 'B', chunk) events of one iteration on `rank`, and the warm-up count."""
+def passes(pp: int, rank: int, vp: int, microbatches: int, group_size: int,
+           combined: bool = False) -> tuple[list[tuple[str, int]], int]:
+    """('F' or 'B', chunk) events of one iteration on `rank`, and the warm-up count.
+
+    A combined step (`--overlap-moe-expert-parallel-comm`) runs a forward and a backward
+    layer by layer together, the backward freeing a layer as the forward saves one: walked as
+    the backward first, so the extra warm-up forward does not raise the count in flight.
+    """
     table = schedule_table(microbatches, vp, group_size)
     forwards = [chunk for _, chunk in table]
     backwards = [vp - 1 - chunk for _, chunk in table]
     total = len(table)
-    warm = warmup_passes(pp, rank, vp, microbatches, group_size)
+    warm = warmup_passes(pp, rank, vp, microbatches, group_size, combined)
     events = [("F", c) for c in forwards[:warm]]
     for i in range(total - warm):
-        events.append(("F", forwards[warm + i]))
-        events.append(("B", backwards[i]))
+        step = [("F", forwards[warm + i]), ("B", backwards[i])]
+        events.extend(reversed(step) if combined else step)
     events.extend(("B", c) for c in backwards[total - warm:])
     return events, warm
 
 
 def simulated_microbatches(pp: int, rank: int, vp: int, microbatches: int,
-                           group_size: int) -> int:
+                           group_size: int, combined: bool = False) -> int:
     """How many microbatches to walk: all of them, or the warm-up plus two steady-state
     periods (one microbatch group through every chunk), whole groups."""
-    warm = warmup_passes(pp, rank, vp, microbatches, group_size)
+    warm = warmup_passes(pp, rank, vp, microbatches, group_size, combined)
     needed = -(-warm // vp) + 2 * group_size
     return min(microbatches, -(-needed // group_size) * group_size)
 
 
 @lru_cache(maxsize=256)
-def _events(pp: int, rank: int, vp: int, microbatches: int,
-            group_size: int) -> tuple[tuple[bool, int], ...]:
+def _events(pp: int, rank: int, vp: int, microbatches: int, group_size: int,
+            combined: bool) -> tuple[tuple[bool, int], ...]:
     """(is_forward, chunk) of the walked passes (cached: suggestions repeat layouts)."""
-    walked = simulated_microbatches(pp, rank, vp, microbatches, group_size)
-    events, _ = passes(pp, rank, vp, walked, group_size)
+    walked = simulated_microbatches(pp, rank, vp, microbatches, group_size, combined)
+    events, _ = passes(pp, rank, vp, walked, group_size, combined)
     return tuple((kind == "F", chunk) for kind, chunk in events)
 
 
 def peak(chunks: list[ChunkMemory], *, pp: int, rank: int, microbatches: int,
-         group_size: int | None = None) -> SchedulePeak:
+         group_size: int | None = None, combined: bool = False) -> SchedulePeak:
     """Walk the rank's forward/backward order and return the most activation bytes held."""
     vp = len(chunks)
     group = group_size or pp
     held = 0.0
     in_flight = 0
     best, best_count = 0.0, 0
-    for forward, chunk in _events(pp, rank, vp, microbatches, group):
+    for forward, chunk in _events(pp, rank, vp, microbatches, group, combined):
         mem = chunks[chunk]
         if forward:
             now = held + mem.forward_peak
@@ -114,4 +122,5 @@ def peak(chunks: list[ChunkMemory], *, pp: int, rank: int, microbatches: int,
             held -= mem.saved
         if now > best:
             best, best_count = now, count
-    return SchedulePeak(best, best_count, warmup_passes(pp, rank, vp, microbatches, group))
+    return SchedulePeak(best, best_count,
+                        warmup_passes(pp, rank, vp, microbatches, group, combined))

@@ -74,9 +74,11 @@ def attention_parameters(cfg: MemoryConfig) -> tuple[float, float]:
     return params, qkv + proj
 
 
-def dense_mlp_parameters(cfg: MemoryConfig, ffn: int, tp: int) -> tuple[float, float]:
-    """(parameters, linear weights) of an MLP of width `ffn` split over `tp` (no norm)."""
-    h = cfg.hidden_size
+def dense_mlp_parameters(cfg: MemoryConfig, ffn: int, tp: int,
+                         width: int | None = None) -> tuple[float, float]:
+    """(parameters, linear weights) of an MLP of width `ffn` split over `tp` (no norm), on
+    `width`-wide tokens (the hidden size, or an MoE latent size)."""
+    h = width or cfg.hidden_size
     gate = 2 if cfg.swiglu else 1
     weights = h * ffn * gate / tp + ffn * h / tp
     params = weights
@@ -98,7 +100,7 @@ def layer_parameters(cfg: MemoryConfig, moe: bool) -> RankParameters:
     experts = cfg.num_experts or 1
     local = experts / cfg.expert_model_parallel_size
     ffn = cfg.moe_ffn_hidden_size or cfg.effective_ffn_hidden_size
-    expert, expert_lin = dense_mlp_parameters(cfg, ffn, cfg.etp)
+    expert, expert_lin = dense_mlp_parameters(cfg, ffn, cfg.etp, cfg.moe_latent_size)
     out.expert += local * expert
     out.linear_weights += local * expert_lin
     out.dense += experts * h  # router, replicated
