@@ -84,7 +84,7 @@ def attention_backend(cfg: MemoryConfig) -> str:
     """'unfused' when the s x s scores are materialised, else 'flash' (flash or cuDNN)."""
     if cfg.transformer_impl == "local" or cfg.attention_backend in UNFUSED_BACKENDS:
         return "unfused"
-    return "flash"
+    return "flash"  # flash, fused (cuDNN), auto (TE picks one of them), --use-flash-attn
 
 
 def _scores_bytes_per_element(cfg: MemoryConfig, keys: float, batches: float) -> tuple[
