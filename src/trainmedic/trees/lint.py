@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from trainmedic.trees.danger import check_danger
 from trainmedic.trees.forest import Forest, Ref
 from trainmedic.trees.model import Question, Rule
 from trainmedic.trees.problems import Problem
@@ -158,6 +159,7 @@ def lint_forest(forest: Forest, declared: dict[str, dict[str, str]] | None = Non
     problems += check_graph(forest, graph)
     problems += check_fixes(forest)
     problems += check_rules(forest, declared)
+    problems += check_danger(forest)
     return sorted(set(problems))
 
 

@@ -98,12 +98,28 @@ class Question:
         return list(seen)
 
 
+@dataclass(frozen=True)
+class Danger:
+    """A disruptive command's mark: what it does (`kind`, see `spec.DANGER_KINDS`) and to whom."""
+
+    kind: str
+    effect: Text
+    src: Source = Source("", 0)
+
+
 @dataclass
 class Step:
     do: Text
     code: str | None = None
     lang: str = "bash"
     src: Source = Source("", 0)
+    danger: Danger | None = None
+    needs: list[str] = field(default_factory=list)  # spec.NEEDS: root, slurm-operator, ...
+
+    @property
+    def marked(self) -> bool:
+        """True when the step warns before its command (a danger or a privilege it needs)."""
+        return self.danger is not None or bool(self.needs)
 
 
 @dataclass
