@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.probes import container, fabric, memlock, procfs, shm
+from trainmedic.probes import compile_cache, container, fabric, memlock, procfs, shm
 from trainmedic.probes.runner import facts_of
 from trainmedic.trees import Fix, Question, load_forest
 from trainmedic.trees.lint import lint_forest
@@ -122,6 +122,16 @@ def test_small_dev_shm_suggests_the_shm_fix(forest, monkeypatch, tmp_path):
     monkeypatch.setattr(shm.os, "statvfs", lambda _path: Docker64MB())
     facts = facts_of([shm.inspect(tmp_path)])
     assert symptom_suggestion(forest, facts) == "dev-shm-size"
+
+
+def test_cache_on_nfs_suggests_the_cache_fix(forest, tmp_path):
+    dirs = compile_cache.cache_dirs({}, str(tmp_path), str(tmp_path / "home"), "alice")
+    facts = facts_of([compile_cache.examine(dirs, [("/", "ext4"), (str(tmp_path), "nfs4")])])
+    question = forest.trees["compile"].nodes["symptom"]
+    assert isinstance(question, Question)
+    index, lines = suggest(question, facts)
+    assert index is not None and question.answers[index].goto == "cache-dir"
+    assert any("network file system" in line for line in lines)
 
 
 def test_version_facts_stay_stated(forest):

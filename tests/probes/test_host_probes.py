@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainmedic.probes import container, fabric, memlock, pcie, procfs, shm
+from trainmedic.probes import compile_cache, container, fabric, memlock, pcie, procfs, shm
 from trainmedic.probes.base import Budget
 from trainmedic.probes.runner import run_probes
 
@@ -339,3 +339,60 @@ def test_pure_python_host_probes_run_here():
         assert result.status in ("ok", "warn", "fail", "unavailable")
         assert result.summary
 
+
+
+# ---- compile-cache -----------------------------------------------------------------------
+
+
+def mount_line_as_mountinfo(line: str) -> str:
+    """A `mount` output line (device on point type fstype (opts)) in mountinfo's layout."""
+    device, rest = line.split(" on ", 1)
+    point, rest = rest.split(" type ", 1)
+    fstype, opts = rest.split(" ", 1)
+    return f"40 28 0:50 / {point} rw,relatime shared:9 - {fstype} {device} {opts.strip('()')}"
+
+
+def test_mountinfo_of_a_real_login_node():
+    mounts = compile_cache.parse_mountinfo(fixture_text("mountinfo_cray_login.txt"))
+    assert ("/", "overlay") in mounts and ("/tmp", "tmpfs") in mounts
+    assert compile_cache.fs_type("/tmp/torchinductor_alice", mounts) == "tmpfs"
+    assert compile_cache.fs_type("/cray_home/alice/.triton/cache", mounts) == "xfs"
+    assert compile_cache.fs_type("/opt/conda", mounts) == "overlay"
+    # a path under /var/lib/nfs is not on NFS: rpc_pipefs is the type that counts
+    assert compile_cache.fs_type("/var/lib/nfs/rpc_pipefs/x", mounts) == "rpc_pipefs"
+
+
+def test_a_home_on_nfs_is_flagged(tmp_path):
+    lines = fixture_text("mountinfo_cray_login.txt").splitlines()
+    nfs = [mount_line_as_mountinfo(line) for line in body("mount_nfs4_home.txt").splitlines()
+           if line.strip()]
+    mounts = compile_cache.parse_mountinfo("\n".join(lines + nfs))
+    assert compile_cache.fs_type("/home/vc-a/alice/.triton/cache", mounts) == "nfs4"
+    # the probe looks up the real paths; map them onto this machine's tmp_path
+    home = tmp_path / "home" / "vc-a" / "alice"
+    home.mkdir(parents=True)
+    dirs = compile_cache.cache_dirs({}, str(tmp_path), str(home), "alice")
+    assert dirs["inductor"] == str(tmp_path / "torchinductor_alice")
+    assert dirs["triton"] == str(tmp_path / "torchinductor_alice" / "triton")
+    fake_mounts = [("/", "overlay"), (str(tmp_path / "home"), "nfs4")]
+    result = compile_cache.examine(dirs, fake_mounts)
+    check_types(result)
+    assert result.facts["network_fs"] is True and result.facts["inductor_fs"] == "overlay"
+    assert result.status == "warn" and "triton (outside Inductor)" in result.evidence["network_fs"]
+
+
+def test_explicit_cache_dirs_on_local_disk_are_fine(tmp_path):
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "ind"),
+           "TRITON_CACHE_DIR": str(tmp_path / "tri")}
+    dirs = compile_cache.cache_dirs(env, "/tmp", "/home/alice", "alice")
+    assert set(dirs) == {"inductor", "triton"}  # no ~/.triton fallback once TRITON_CACHE_DIR is set
+    result = compile_cache.examine(dirs, [("/", "ext4")])
+    check_types(result)
+    assert result.facts["network_fs"] is False and result.facts["writable"] is True
+    assert result.facts["inductor_fs"] == "ext4"
+
+
+def test_compile_cache_probe_runs_here():
+    result = compile_cache.probe(Budget(2))
+    check_types(result)
+    assert result.facts["inductor_dir"]

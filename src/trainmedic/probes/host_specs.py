@@ -1,4 +1,5 @@
-"""Declarations of the host probes: shared memory, locked memory, container, fabric, PCIe.
+"""Declarations of the host probes: shared memory, locked memory, container, fabric, PCIe and
+the torch.compile cache directories.
 
 Kept apart from `registry.py` as plain tuples (name, description, timeout, facts, module) so
 the registry stays one import and one loop away from them and imports no probe code.
@@ -78,5 +79,19 @@ HOST_PROBES: tuple[tuple[str, str, float, dict[str, str], str], ...] = (
             "degraded": "list",
         },
         "pcie",
+    ),
+    (
+        "compile-cache",
+        "where torch.compile's Inductor/Triton caches live: file system type, free space, writable",
+        2.0,
+        {
+            "inductor_dir": "str",
+            "inductor_fs": "str",
+            "triton_dir": "str",
+            "network_fs": "bool",
+            "writable": "bool",
+            "min_free_gib": "float",
+        },
+        "compile_cache",
     ),
 )
