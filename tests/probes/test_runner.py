@@ -147,3 +147,14 @@ def test_registry_declares_the_contract_facts_with_valid_types():
 def test_every_probe_on_this_machine_returns_declared_facts():
     for result in run_probes(timeout=5):
         check_types(result)
+
+
+def test_every_registered_probe_takes_a_budget_and_the_walks_context():
+    """The runner calls `probe(budget, context)`; a probe written for `probe(budget)` would
+    only show up as "probe crashed" at run time."""
+    import inspect
+
+    from trainmedic.probes.base import NO_CONTEXT
+
+    for spec in PROBES.values():
+        inspect.signature(spec.load()).bind(Budget(1.0), NO_CONTEXT)  # TypeError if it cannot

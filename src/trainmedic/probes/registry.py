@@ -14,6 +14,7 @@ from typing import cast
 
 from trainmedic.errors import UsageError
 from trainmedic.probes.base import Probe
+from trainmedic.probes.host_specs import HOST_PROBES
 
 FACT_TYPES = ("int", "float", "bool", "str", "list")
 
@@ -213,6 +214,8 @@ PROBES["cluster"] = ProbeSpec(
     },
     "cluster_last",
 )
+for _name, _description, _timeout, _facts, _module in HOST_PROBES:
+    PROBES[_name] = ProbeSpec(_name, _description, _timeout, dict(_facts), _module)
 
 
 def require_known(names: Iterable[str]) -> None:
