@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import IO, TYPE_CHECKING
 
 from trainmedic.errors import UsageError
+from trainmedic.saved_walks import WalkRecord
 from trainmedic.trees.danger import mark_line
 from trainmedic.trees.model import Fix, Question
-from trainmedic.walk import Saver, WalkRecord, WalkSession
+from trainmedic.walk import Saver, WalkSession
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -3,18 +3,18 @@
 The engine knows nothing of Textual or of the terminal. The TUI, the `--plain` prompts and the
 non-interactive `--answers` walk all drive one `WalkSession`, so they cannot disagree about where
 an answer leads, what "back" undoes, which probes run when (and with which launch command), or
-what a saved walk contains (`WalkRecord`).
+what a saved walk contains (`saved_walks.WalkRecord`).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from trainmedic.errors import UsageError
+from trainmedic.saved_walks import VERSION, StepRecord, WalkRecord
 from trainmedic.trees.model import Fix, Node, Question
 
 if TYPE_CHECKING:
@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from trainmedic.trees.forest import Forest, Ref
     from trainmedic.triage.attachment import TriageAttachment
 
-VERSION = 1
+__all__ = ["VERSION", "Saver", "StepRecord", "WalkRecord", "WalkSession", "default_probe_runner",
+           "facts_from", "new_walk_id", "now_iso"]
 
 
 def now_iso() -> str:
@@ -43,137 +44,6 @@ def default_probe_runner() -> ProbeRunner:
     from trainmedic.probes.runner import run_probes
 
     return run_probes
-
-
-@dataclass
-class StepRecord:
-    """One answered question: what was asked, what was chosen, what the probes suggested."""
-
-    node: str  # "tree#node" of the question
-    question: str
-    answer: int  # 0-based
-    answer_text: str
-    goto: str  # "tree#node" it led to
-    suggested: int | None = None
-    evidence: list[str] = field(default_factory=list)
-    time: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "node": self.node, "question": self.question, "answer": self.answer,
-            "answer_text": self.answer_text, "goto": self.goto, "suggested": self.suggested,
-            "evidence": list(self.evidence), "time": self.time,
-        }
-
-    @classmethod
-    def from_dict(cls, data: object) -> StepRecord:
-        """ValueError (saying what) when the step lacks its node, answer or target."""
-        if not isinstance(data, Mapping):
-            raise ValueError(f"a step is {type(data).__name__}, not a mapping")
-        node, answer, goto = data.get("node"), data.get("answer"), data.get("goto")
-        if not isinstance(node, str) or not isinstance(goto, str):
-            raise ValueError("a step without its node or target")
-        if not isinstance(answer, int) or isinstance(answer, bool):
-            raise ValueError(f"answer {answer!r} of {node} is not a number")
-        suggested = data.get("suggested")
-        evidence = data.get("evidence")
-        return cls(node=node, question=str(data.get("question") or ""), answer=answer,
-                   answer_text=str(data.get("answer_text") or ""), goto=goto,
-                   suggested=suggested if isinstance(suggested, int)
-                   and not isinstance(suggested, bool) else None,
-                   evidence=[str(e) for e in evidence] if isinstance(evidence, list) else [],
-                   time=str(data.get("time") or ""))
-
-
-@dataclass
-class WalkRecord:
-    """A walk as it is saved: what `WalkSession.record()` writes and what resume and the
-    incident report read.
-
-    `from_dict` never raises: it reads walks saved by every version so far and anything a
-    person edited; what it had to drop that resuming needs is listed in `problems` (not
-    saved), so a resume can refuse the walk while a report still renders it.
-    """
-
-    id: str
-    tree: str
-    current: str
-    started: str = ""
-    updated: str = ""
-    finished: bool = False
-    steps: list[StepRecord] = field(default_factory=list)
-    stack: list[str] = field(default_factory=list)
-    probes: list[ProbeResult] = field(default_factory=list)
-    triage: TriageAttachment | None = None
-    launch_command: str = ""
-    notes: str = ""
-    version: int = VERSION
-    problems: list[str] = field(default_factory=list, compare=False)
-
-    def probe_context(self) -> ProbeContext:
-        """What the probes may know from this walk (the launch command, for the memory probe)."""
-        from trainmedic.probes.base import ProbeContext
-
-        return ProbeContext(launch_command=self.launch_command)
-
-    def to_dict(self) -> dict[str, Any]:
-        from trainmedic.redact import redact_text
-
-        return {
-            "version": self.version, "id": self.id, "tree": self.tree, "started": self.started,
-            "updated": self.updated, "current": self.current, "finished": self.finished,
-            "steps": [s.to_dict() for s in self.steps], "stack": list(self.stack),
-            "probes": [p.to_dict() for p in self.probes],
-            "triage": self.triage.to_dict() if self.triage is not None else None,
-            # Saved walks live in the home folder, often shared: no token leaves in them.
-            "launch_command": redact_text(self.launch_command), "notes": self.notes,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> WalkRecord:
-        from trainmedic.probes.base import ProbeResult
-        from trainmedic.triage.attachment import TriageAttachment
-
-        problems: list[str] = []
-        version = data.get("version", VERSION)
-        if version != VERSION:
-            problems.append(f"unsupported version {version!r}")
-        current = data.get("current")
-        if not isinstance(current, str):
-            problems.append("malformed (no current node)")
-            current = ""
-        steps: list[StepRecord] = []
-        raw_steps = data.get("steps")
-        if not isinstance(raw_steps, list):
-            problems.append(f"malformed (steps is {type(raw_steps).__name__}, not a list)")
-            raw_steps = []
-        for i, raw in enumerate(raw_steps, start=1):
-            try:
-                steps.append(StepRecord.from_dict(raw))
-            except ValueError as exc:
-                problems.append(f"malformed (step {i}: {exc})")
-        stack = data.get("stack") or []
-        if not isinstance(stack, list):
-            problems.append(f"malformed (stack is {type(stack).__name__}, not a list)")
-            stack = []
-        probes = data.get("probes")
-        # One hand-edited probe entry must not crash the screen that reads them: dropped.
-        results = [ProbeResult.from_dict(p) for p in probes if isinstance(p, Mapping)] \
-            if isinstance(probes, list) else []
-        walk_id = data.get("id")
-        tree = data.get("tree")
-        return cls(
-            id=walk_id if isinstance(walk_id, str) else "?",
-            tree=tree if isinstance(tree, str) and tree else current.partition("#")[0],
-            current=current, started=str(data.get("started") or ""),
-            updated=str(data.get("updated") or ""), finished=data.get("finished") is True,
-            steps=steps, stack=[str(s) for s in stack],
-            probes=[r for r in results if r is not None],
-            triage=TriageAttachment.from_dict(data.get("triage")),
-            launch_command=str(data.get("launch_command") or ""),
-            notes=str(data.get("notes") or ""),
-            version=version if isinstance(version, int) else VERSION, problems=problems,
-        )
 
 
 def facts_from(results: Iterable[ProbeResult]) -> tuple[dict[str, object], dict[str, str]]:

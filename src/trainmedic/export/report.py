@@ -25,9 +25,9 @@ from trainmedic.trees.danger import mark_line
 if TYPE_CHECKING:
     from trainmedic.export.repoinfo import RepoInfo
     from trainmedic.probes.base import ProbeResult
+    from trainmedic.saved_walks import StepRecord, WalkRecord
     from trainmedic.triage.attachment import TriageAttachment
     from trainmedic.triage.report import Finding
-    from trainmedic.walk import StepRecord, WalkRecord
 
 VERSION_FACTS = (("torch", "PyTorch"), ("torch_cuda", "CUDA (PyTorch build)"),
                  ("nccl", "NCCL"), ("transformer_engine", "TransformerEngine"),

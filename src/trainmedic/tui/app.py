@@ -23,10 +23,11 @@ if TYPE_CHECKING:
     from textual.command import Provider
 
     from trainmedic.probes.runner import ProbeRunner
+    from trainmedic.saved_walks import WalkRecord
     from trainmedic.trees import Forest, Ref
     from trainmedic.triage.attachment import TriageAttachment
     from trainmedic.tui.home_cards import TreeCard
-    from trainmedic.walk import Saver, WalkRecord, WalkSession
+    from trainmedic.walk import Saver, WalkSession
 
 
 class TreesBroken(Exception):

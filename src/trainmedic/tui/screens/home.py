@@ -14,8 +14,7 @@ from textual.widgets.option_list import Option
 from trainmedic.tui.base import AppScreen
 
 if TYPE_CHECKING:
-    from trainmedic.saved_walks import SavedWalk
-    from trainmedic.walk import WalkRecord
+    from trainmedic.saved_walks import SavedWalk, WalkRecord
 
 RECENT_WALKS = 5
 PLACEHOLDER = "type to filter trees, actions and recent walks"
