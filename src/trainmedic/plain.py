@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from trainmedic.errors import UsageError
+from trainmedic.trees.danger import mark_line
 from trainmedic.trees.model import Fix, Question
 from trainmedic.walk import WalkSession
 
@@ -80,6 +81,9 @@ def print_fix(console, fix: Fix, ref: str) -> None:
     console.print(Text(f"Why: {fix.why}"))
     for i, step in enumerate(fix.steps, start=1):
         console.print(Text(f"{i}. {step.do}"))
+        mark = mark_line(step.danger, step.needs)
+        if mark:
+            console.print(Text("   " + mark, style="bold red" if step.danger else "bold yellow"))
         if step.code:
             for line in step.code.rstrip().splitlines():
                 console.print(Text("     " + line, style="cyan"))

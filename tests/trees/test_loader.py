@@ -80,7 +80,7 @@ def test_shipped_schema_is_the_generated_one() -> None:
 def test_schema_matches_the_model_keys() -> None:
     schema = tree_schema()
     assert set(schema["properties"]) == {k.name for k in OBJECTS["tree"]}
-    for name in ("question", "fix", "answer", "step", "ref"):
+    for name in ("question", "fix", "answer", "step", "danger", "ref"):
         assert set(schema["$defs"][name]["properties"]) == {k.name for k in OBJECTS[name]}
 
 

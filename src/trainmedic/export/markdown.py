@@ -14,6 +14,7 @@ from trainmedic.export.anchors import SlugCounter, github_slug, heading_text, no
 from trainmedic.export.escalation import escalation_lines
 from trainmedic.export.mermaid import diagram_ids, tree_diagram
 from trainmedic.trees import Fix, Forest, Question, Tree
+from trainmedic.trees.danger import mark_line
 
 FIXED_HEADINGS = ("Flowchart", "Questions", "Fixes", "Escalation: when no fix helped")
 _CODE_SPAN = re.compile(r"(`+).+?\1", re.DOTALL)
@@ -166,6 +167,9 @@ def _fix(node: Fix, number: str, anchor: str) -> list[str]:
         body = prose(step.do).splitlines() or [""]
         out.append(lead + body[0])
         out += indent(body[1:], " " * len(lead))
+        mark = mark_line(step.danger, step.needs)
+        if mark:
+            out += ["", " " * len(lead) + f"> **{prose(mark)}**"]
         if step.code:
             out.append("")
             out += indent(fence(step.code, step.lang or "bash"), " " * len(lead))

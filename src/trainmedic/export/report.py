@@ -17,6 +17,7 @@ from typing import Any
 from trainmedic.export.markdown import fence, one_line, prose
 from trainmedic.redact import REDACTED, is_secret_name, redact_command, redact_text
 from trainmedic.trees import Fix, Forest, Question
+from trainmedic.trees.danger import mark_line
 
 VERSION_FACTS = (("torch", "PyTorch"), ("torch_cuda", "CUDA (PyTorch build)"),
                  ("nccl", "NCCL"), ("transformer_engine", "TransformerEngine"),
@@ -72,7 +73,8 @@ def _outcome(session: Mapping, forest: Forest | None) -> dict:
     _, _, node = _node(forest, current)
     if isinstance(node, Fix):
         return {"kind": "fix", "node": current, "title": str(node.fix), "why": str(node.why),
-                "steps": [{"do": str(s.do), "code": s.code, "lang": s.lang} for s in node.steps],
+                "steps": [{"do": str(s.do), "code": s.code, "lang": s.lang,
+                           "mark": mark_line(s.danger, s.needs)} for s in node.steps],
                 "verify": str(node.verify) if node.verify else None,
                 "myth": str(node.myth) if node.myth else None}
     if isinstance(node, Question):
@@ -221,6 +223,8 @@ def _render_outcome(outcome: dict) -> list[str]:
                 "", f"**Why.** {prose(outcome['why'])}", ""]
         for index, step in enumerate(outcome["steps"], start=1):
             out.append(f"{index}. {one_line(step['do'])}")
+            if step.get("mark"):
+                out += ["", f"   > **{one_line(step['mark'])}**"]
             if step["code"]:
                 out += ["", *("   " + line if line else "" for line in
                               fence(step["code"], step["lang"] or "bash"))]

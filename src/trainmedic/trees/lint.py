@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from trainmedic.trees.danger import check_danger
 from trainmedic.trees.forest import Forest, Ref
 from trainmedic.trees.model import Question, Rule
 from trainmedic.trees.problems import Problem
@@ -143,8 +144,12 @@ def _rule_problem(rule: Rule, declared: dict[str, dict[str, str]]) -> str | None
     return None
 
 
-def lint_forest(forest: Forest, declared: dict[str, dict[str, str]] | None = None) -> list[Problem]:
-    """Every problem in the forest, loader problems included, sorted by file and line."""
+def lint_forest(forest: Forest, declared: dict[str, dict[str, str]] | None = None, *,
+                apis: bool = True) -> list[Problem]:
+    """Every problem in the forest, loader problems included, sorted by file and line.
+
+    `apis`: also check flags and environment variables against the shipped API lists.
+    """
     if declared is None:
         from trainmedic.probes.registry import declared_facts
 
@@ -158,6 +163,11 @@ def lint_forest(forest: Forest, declared: dict[str, dict[str, str]] | None = Non
     problems += check_graph(forest, graph)
     problems += check_fixes(forest)
     problems += check_rules(forest, declared)
+    problems += check_danger(forest)
+    if apis:
+        from trainmedic.trees.apicheck import check_apis
+
+        problems += check_apis(forest)
     return sorted(set(problems))
 
 
