@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 
 from trainmedic.errors import TrainmedicError
-from trainmedic.probes.base import Budget, ProbeResult, unavailable
+from trainmedic.probes.base import Budget, ProbeResult, Status, unavailable
 from trainmedic.probes.subproc import CmdResult, run_cmd
 
 NAME = "checkpoint-dir"
@@ -273,6 +273,7 @@ def build_result(path: str, source: str, blocks: DfRow | None, inodes: DfRow | N
         facts["newest_iteration"] = state.newest_iteration
         evidence["newest_iteration"] = (
             f"{where}: newest iteration directory {state.newest_iteration}")
+    status: Status
     if not exists:
         status, summary = "warn", f"{where} does not exist yet (its nearest parent was checked)"
     elif worst >= FULL:
@@ -302,7 +303,7 @@ def probe(budget: Budget) -> ProbeResult:
         return ProbeResult(NAME, "fail", f"the file system of {path} did not answer within "
                            f"{budget.seconds:.0f}s: a stalled network mount?", raw=raw)
     if not res.ok:
-        status = "unavailable" if res.returncode is None else "fail"
+        status: Status = "unavailable" if res.returncode is None else "fail"
         return ProbeResult(NAME, status, f"df failed: {res.first_error_line()[:160]}", raw=raw)
     rows = parse_df(res.stdout)
     if not rows:

@@ -15,7 +15,7 @@ import re
 import signal
 from dataclasses import dataclass
 
-from trainmedic.probes.base import Budget, ProbeResult, unavailable
+from trainmedic.probes.base import Budget, ProbeResult, Status, unavailable
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "slurm-job"
@@ -160,7 +160,7 @@ def build_result(job_id: str, fields: dict[str, str], script: ScriptDirectives |
         return ProbeResult(NAME, "unavailable", f"could not read scontrol output for job {job_id}",
                            facts, raw, evidence=evidence)
     warned = script is not None and script.signal is not None
-    status = "ok" if warned or facts["unlimited"] or script is None else "warn"
+    status: Status = "ok" if warned or facts["unlimited"] or script is None else "warn"
     return ProbeResult(NAME, status, summary, facts, raw, evidence=evidence)
 
 
