@@ -48,7 +48,8 @@ def test_seed_example_json_carries_megatrons_three_numbers(capsys):
     assert data["verdict"] == "does not fit" and data["capacity_mib"] == 80 * 1024
     assert data["extended"]["most_loaded_stage"] == 0 and len(data["stages"]) == 4
     assert data["suggestions"] and data["inputs"]["derived"]["num_query_groups"] == 64
-    assert "--max-position-embeddings" in data["ignored_args"]
+    assert data["inputs"]["max_position_embeddings"] == 8192  # read: learned positions
+    assert data["ignored_args"] == data["not_modelled_args"] == []
     assert any("80 GiB" in n for n in data["notes"])
     assert {c["name"] for c in data["checks"]} >= {"heads-divisible-by-tp", "world-size"}
 

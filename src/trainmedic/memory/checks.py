@@ -7,6 +7,7 @@ checklist, `--json` and the TUI can show them without knowing this module.
 from __future__ import annotations
 
 from trainmedic.memory.config import MemoryConfig
+from trainmedic.memory.layout import effective_layer_count
 
 
 def _check(name: str, ok: bool, good: str, bad: str, *, severity: str = "fail") -> dict[str, str]:
@@ -51,24 +52,8 @@ def run_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
             f"uneven pipeline: the {rest} layers left after the first/last stages do not divide "
             f"over the other {stages} stages"))
     else:
-        out.append(_check(
-            "layers-divisible-by-pp", layers % p == 0,
-            f"{layers} layers / PP {p} = {layers // p} per stage",
-            f"--num-layers {layers} is not divisible by --pipeline-model-parallel-size {p}"))
-    per_stage = cfg.num_layers_per_virtual_pipeline_stage
-    if per_stage:
-        ok = p > 1 and (layers // p) % per_stage == 0
-        out.append(_check(
-            "layers-divisible-by-virtual-stages", ok,
-            f"{layers // p} layers per stage in chunks of {per_stage}",
-            f"--num-layers-per-virtual-pipeline-stage {per_stage} needs PP > 1 and must divide "
-            f"the {layers // max(p, 1)} layers of each pipeline stage"))
-    if cfg.num_virtual_stages_per_pipeline_rank:
-        v = cfg.num_virtual_stages_per_pipeline_rank
-        out.append(_check(
-            "layers-divisible-by-virtual-stages", p > 1 and layers % (p * v) == 0,
-            f"{layers} layers = PP {p} x {v} virtual stages x {layers // (p * v) if p * v else 0}",
-            f"--num-layers {layers} is not divisible by PP {p} x {v} virtual stages"))
+        out.append(_layers_over_pp(cfg))
+    out += _virtual_stage_checks(cfg)
     model = t * p * cp
     world = cfg.effective_world_size
     out.append(_check(
@@ -85,9 +70,11 @@ def run_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
             f"--global-batch-size {gbs} is not divisible by micro batch {mbs} x DP {dp} "
             f"= {mbs * dp}"))
     if cfg.sequence_parallel:
-        out.append(_check(
-            "sequence-parallel-needs-tp", t > 1, "sequence parallelism over TP ranks",
-            "--sequence-parallel with TP 1: Megatron silently turns it off", severity="warn"))
+        # not a problem: Megatron's validate_args turns it off with a warning at TP 1
+        out.append({
+            "name": "sequence-parallel-needs-tp", "status": "pass",
+            "message": "sequence parallelism over TP ranks" if t > 1 else
+            "--sequence-parallel at TP 1: Megatron turns it off (with a warning); no effect"})
     if cp > 1:
         out.append(_check(
             "seq-length-divisible-by-2cp", cfg.seq_length % (2 * cp) == 0,
@@ -112,4 +99,45 @@ def run_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
         f" x TP {t} = {multiple}); checkpoints converted at another TP pad differently",
         f"vocabulary {vocab} padded to {padded} (multiple of {multiple}): {extra} unused rows; "
         "lower --make-vocab-size-divisible-by", severity="warn"))
+    return out
+
+
+def _counted_layers(cfg: MemoryConfig) -> tuple[int, str]:
+    """Layers Megatron splits over the pipeline, and how they were counted."""
+    counted = effective_layer_count(cfg)
+    extra = [name for name, on in (("embedding", cfg.account_for_embedding_in_pipeline_split),
+                                   ("loss", cfg.account_for_loss_in_pipeline_split)) if on]
+    how = f"{cfg.num_layers} layers" + (" + " + " + ".join(extra) if extra else "")
+    return counted, how
+
+
+def _layers_over_pp(cfg: MemoryConfig) -> dict[str, str]:
+    """--num-layers (plus the embedding/loss when accounted for) over the pipeline stages."""
+    p = cfg.pp
+    counted, how = _counted_layers(cfg)
+    return _check(
+        "layers-divisible-by-pp", counted % p == 0,
+        f"{how} / PP {p} = {counted // p} per stage",
+        f"{how} = {counted} is not divisible by --pipeline-model-parallel-size {p}")
+
+
+def _virtual_stage_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
+    """Interleaving: the stage's layers divide into virtual stages (Megatron's validate_args,
+    counting the embedding and the loss as layers when they are accounted for)."""
+    p, out = cfg.pp, []
+    counted, how = _counted_layers(cfg)
+    per_stage = cfg.num_layers_per_virtual_pipeline_stage
+    if per_stage:
+        ok = p > 1 and (counted // p) % per_stage == 0
+        out.append(_check(
+            "layers-divisible-by-virtual-stages", ok,
+            f"{counted // p} layers per stage in chunks of {per_stage}",
+            f"--num-layers-per-virtual-pipeline-stage {per_stage} needs PP > 1 and must divide "
+            f"the {counted // max(p, 1)} layers of each pipeline stage"))
+    if cfg.num_virtual_stages_per_pipeline_rank:
+        v = cfg.num_virtual_stages_per_pipeline_rank
+        out.append(_check(
+            "layers-divisible-by-virtual-stages", p > 1 and counted % (p * v) == 0,
+            f"{how} = PP {p} x {v} virtual stages x {counted // (p * v) if p * v else 0}",
+            f"{how} = {counted} is not divisible by PP {p} x {v} virtual stages"))
     return out

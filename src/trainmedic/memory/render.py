@@ -41,6 +41,11 @@ def print_memory(report: MemoryReport) -> None:
     console = Console(highlight=False)
     console.print(verdict_line(report), style=_VERDICT_STYLE[report.verdict])
     m = report.megatron
+    console.print(
+        f"allocated (model of torch.cuda.max_memory_allocated): "
+        f"{gib(report.worst.allocated_mib)} GiB on stage {report.worst.stage}; "
+        f"Megatron's theoretical report: {gib(m.total_mib)} GiB (stage 0)"
+    )
     pc = report.params
     console.print(
         f"parameters {pc.total / 1e9:.2f} B (active {pc.active_total / 1e9:.2f} B); "
@@ -53,17 +58,22 @@ def print_memory(report: MemoryReport) -> None:
     table.add_row(f"{m.weight_and_optimizer_mib:.2f}", f"{m.activation_mib:.2f}",
                   f"{m.total_mib:.2f}")
     console.print(table)
-    stages = Table(title="Extended estimate per pipeline stage (GiB)", title_justify="left")
-    for col in ("stage", "params (M)", "weights+optim", "activations", "allowances", "total"):
+    stages = Table(title="Allocated-memory model per pipeline stage (GiB)", title_justify="left")
+    for col in ("stage", "params (M)", "static", "activations", "allocated", "allowances",
+                "total"):
         stages.add_column(col, justify="right")
     for k in _stage_rows(report):
         st = report.stages[k]
         stages.add_row(
-            str(st.stage), f"{st.parameters / 1e6:.0f}", gib(st.weights_and_optimizer_mib),
-            gib(st.activation_mib), gib(st.runtime_allowance_mib + st.fragmentation_mib),
+            str(st.stage), f"{st.parameters / 1e6:.0f}",
+            gib(st.weights_and_optimizer_mib + st.workspaces_mib), gib(st.activation_mib),
+            gib(st.allocated_mib), gib(st.runtime_allowance_mib + st.fragmentation_mib),
             gib(st.total_mib), style="bold" if st.stage == report.worst.stage else None,
         )
     console.print(stages)
+    console.print("static: weights, gradients, optimizer state, workspaces; activations: held "
+                  "at the schedule's peak; allowances: CUDA context, NCCL, fragmentation",
+                  style="dim")
     if report.suggestions:
         fits = report.suggestions[0]["verdict"] != "does not fit"
         console.print("Cheapest changes that fit:" if fits else "No single or paired change fits; "
