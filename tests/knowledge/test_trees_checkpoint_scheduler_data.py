@@ -97,3 +97,14 @@ def test_framework_specific_flags_say_which_framework(forest):
                 for flag, framework in FOREIGN.items():
                     if step.code and re.search(rf"{re.escape(flag)}\b", str(step.code)):
                         assert framework in str(step.do), f"{tree_id}#{node_id}: {flag}"
+
+
+
+def test_a_small_dev_shm_suggests_the_dataloader_shared_memory_fix(forest):
+    from trainmedic.trees.rules import suggest
+
+    question = forest.trees["data-pipeline"].nodes["symptom"]
+    assert isinstance(question, Question)
+    index, _lines = suggest(question, {"shm.small": True})
+    assert index is not None and question.answers[index].goto == "shm-exhausted"
+    assert suggest(question, {"shm.small": False})[0] is None
