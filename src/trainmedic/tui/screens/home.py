@@ -12,6 +12,8 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
+from trainmedic.tui.served import probes_location
+
 RECENT_WALKS = 5
 PLACEHOLDER = "type to filter trees, actions and recent walks"
 
@@ -52,8 +54,10 @@ class HomeScreen(Screen):
         self._reported: set[object] = set()  # unreadable saved walks already notified
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("trainmedic", "bold"), "  from a dead or frozen training "
-                                   "job to the fix"), id="titlebar")
+        served = probes_location()  # in a browser the probes read the server: say so first
+        yield Static(Text.assemble(("trainmedic", "bold"), (f"  {served}  ·", "bold")
+                                   if served else "", "  from a dead or frozen training job to "
+                                   "the fix"), id="titlebar")
         yield Static(Text(f"/ {PLACEHOLDER}", style="dim"), id="filter")
         yield OptionList(id="entries")
         yield Static(id="detail")

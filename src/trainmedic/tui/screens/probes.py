@@ -15,6 +15,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Static
 from textual.worker import Worker, WorkerState
 
+from trainmedic.tui.served import served_on
 from trainmedic.tui.widgets.evidence import STATUS_MARK
 
 if TYPE_CHECKING:
@@ -49,7 +50,8 @@ class ProbesScreen(Screen):
 
     def compose(self) -> ComposeResult:
         where = f"  attached to walk {self.session.id}" if self.session else ""
-        yield Static(Text.assemble(("Probes", "bold"), "  this machine: GPUs, environment, "
+        machine = f"{served_on()}, the server" if served_on() else "this machine"
+        yield Static(Text.assemble(("Probes", "bold"), f"  {machine}: GPUs, environment, "
                                    "versions, kernel Xid, network", (where, "dim")),
                      id="titlebar")
         with VerticalScroll(id="probe-results"):
