@@ -170,7 +170,11 @@ class Chromium:
                                        "params": params or {}}
             if session and self.session:
                 message["sessionId"] = self.session
-            os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+            try:
+                os.write(self._to_browser, json.dumps(message).encode() + b"\0")
+            except OSError as exc:  # the browser has exited
+                self._waiting.pop(message_id, None)
+                raise ProtocolError(f"{method}: Chromium is gone ({exc.strerror})") from None
         try:
             reply = answer.get(timeout=timeout)
         except queue.Empty:
