@@ -153,6 +153,7 @@ MY_TREES = ("triage", "oom", "startup", "slow-training", "preflight")
 CANONICAL = re.compile(
     r"seed00[0-4] (§\d+(\.\d+)?( (row|step|item) \d+| toolbox)?|flow [A-K]|params row \d+|case \d+)"
     r"|research §\d+[a-z]?"
+    r"|knowledge review §\d+( G\d+| [A-D]\d+)?|issue \d+"  # the expert review, the issue that asked
 )
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from trainmedic.cluster.facts import CLUSTER_FACTS as _CLUSTER_FACTS
 from trainmedic.errors import UsageError
 from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.host_specs import HOST_PROBES
 
 FACT_TYPES = ("int", "float", "bool", "str", "list")
 
@@ -204,6 +205,8 @@ PROBES["cluster"] = ProbeSpec(
     dict(_CLUSTER_FACTS),
     "cluster_last",
 )
+for _name, _description, _timeout, _facts, _module in HOST_PROBES:
+    PROBES[_name] = ProbeSpec(_name, _description, _timeout, dict(_facts), _module)
 
 
 def probe_names() -> list[str]:
