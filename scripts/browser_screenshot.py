@@ -55,10 +55,9 @@ def main() -> int:
 
             wait_until(listening, 60, "the server listening")
             browser.open(f"http://127.0.0.1:{port}/")
-            browser.wait_for_text("probes run on", "type to filter trees")
-            browser.focus_terminal()
-            browser.press("down")  # the detail pane then describes the second tree
-            browser.wait_for_text("questions ·")
+            browser.wait_for_text("probes run on", "type to filter trees", "questions ·")
+            browser.focus_terminal()  # as a click would; the footer's key list follows focus
+            browser.wait_for_text("palette")
             args.out.parent.mkdir(parents=True, exist_ok=True)
             browser.screenshot(args.out)
         finally:

@@ -94,7 +94,8 @@ def _argument(command: str, action: argparse.Action) -> Argument:
 
 def _arguments(command: str, parser: argparse.ArgumentParser,
                ) -> tuple[tuple[Argument, ...], tuple[Argument, ...]]:
-    options, positionals = [], []
+    options: list[Argument] = []
+    positionals: list[Argument] = []
     for action in parser._actions:
         if action.help == argparse.SUPPRESS or isinstance(action, argparse._SubParsersAction):
             continue
