@@ -8,10 +8,15 @@ from pathlib import Path
 import pytest
 
 from trainmedic.probes import compile_cache, container, fabric, memlock, procfs, shm
-from trainmedic.probes.runner import facts_of
+from trainmedic.probes.registry import declared_facts
 from trainmedic.trees import Fix, Question, load_forest
 from trainmedic.trees.lint import lint_forest
 from trainmedic.trees.rules import suggest
+from trainmedic.walk import facts_from
+
+
+def facts_of(results):
+    return facts_from(results)[0]
 
 TREES = ("compile", "containers")
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +30,7 @@ def forest():
 
 
 def test_both_trees_lint_clean(forest):
-    problems = [str(p) for p in lint_forest(forest)
+    problems = [str(p) for p in lint_forest(forest, declared_facts())
                 if any(f"trees/{t}.yaml" in str(p) for t in TREES)]
     assert problems == []
 

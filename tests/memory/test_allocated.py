@@ -105,18 +105,18 @@ def test_layout_counts_embedding_and_loss_as_layers():
     assert first[0].layers == () and first[0].embedding
     assert last[1].layers == () and last[1].output and last[0].layers == (2,)
     # issue 17's false problem: Megatron accepts this layout
-    checks = {c["name"]: c["status"] for c in run_checks(cfg)}
+    checks = {c.name: c.status for c in run_checks(cfg)}
     assert checks["layers-divisible-by-pp"] == "pass"  # 6 + 2 = 8 over PP 4
     assert checks["layers-divisible-by-virtual-stages"] == "pass"  # 8 = 4 x 2 x 1
-    without = {c["name"]: c["status"] for c in run_checks(cfg_of(
+    without = {c.name: c.status for c in run_checks(cfg_of(
         text.replace("--account-for-loss-in-pipeline-split", "")))}
     assert without["layers-divisible-by-pp"] == "fail"  # 7 over 4
 
 
 def test_sequence_parallel_at_tp1_is_not_a_problem():
     cfg = cfg_of(DENSE + " --sequence-parallel")
-    check = next(c for c in run_checks(cfg) if c["name"] == "sequence-parallel-needs-tp")
-    assert check["status"] == "pass" and "turns it off" in check["message"]
+    check = next(c for c in run_checks(cfg) if c.name == "sequence-parallel-needs-tp")
+    assert check.status == "pass" and "turns it off" in check.message
     assert rank_allocation(cfg, 0).peak_mib == rank_allocation(cfg_of(DENSE), 0).peak_mib
 
 

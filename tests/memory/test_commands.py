@@ -65,9 +65,9 @@ def test_human_output_verdict_first(capsys):
 
 
 def test_capacity_from_the_gpu_probe(capsys, monkeypatch):
-    import trainmedic.memory.inputs as inputs
+    import trainmedic.probes.capacity as capacity
 
-    monkeypatch.setattr(inputs, "probe_capacity", lambda: 143771.0)
+    monkeypatch.setattr(capacity, "smallest_card_mib", lambda: 143771.0)
     _, out, _ = cli(capsys, "memory", *SEED, "--json")
     data = json.loads(out)
     assert data["capacity_mib"] == 143771.0 and "gpu probe" in data["capacity_source"]
@@ -75,13 +75,13 @@ def test_capacity_from_the_gpu_probe(capsys, monkeypatch):
 
 def test_probe_failure_falls_back_to_80_gib(monkeypatch):
     import trainmedic.probes.runner as runner
-    from trainmedic.memory.inputs import probe_capacity
+    from trainmedic.probes.capacity import smallest_card_mib
 
     def boom(*_a, **_k):
         raise RuntimeError("probe exploded")
 
     monkeypatch.setattr(runner, "run_probes", boom)
-    assert probe_capacity() is None
+    assert smallest_card_mib() is None
 
 
 def test_world_size_from_environment(capsys, monkeypatch):

@@ -5,14 +5,15 @@ from __future__ import annotations
 import pytest
 
 from trainmedic.errors import UsageError
-from trainmedic.memory import config_from_args, estimate, memory_facts, require, run_checks
-from trainmedic.memory.inputs import parse_capacity
+from trainmedic.memory import add_suggestions, config_from_args, estimate, require, run_checks
+from trainmedic.memory.capacity import parse_capacity
 from trainmedic.memory.model import (
     FRAGMENTATION_FRACTION,
     MIB,
     RUNTIME_ALLOWANCE_MIB,
     verdict_for,
 )
+from trainmedic.probes.memory_estimate import memory_facts
 
 BASE = (
     "--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
@@ -74,7 +75,7 @@ def test_verdicts_and_facts():
     assert verdict_for(100, 80) == "does not fit"
     assert verdict_for(75, 80) == "tight"
     assert verdict_for(60, 80) == "fits"
-    report = estimate(cfg_of(BASE), capacity_mib=80 * 1024.0)
+    report = add_suggestions(estimate(cfg_of(BASE), capacity_mib=80 * 1024.0))
     facts = memory_facts(report)
     assert facts["fits"] is True and facts["verdict"] == "fits"
     assert facts["capacity_gib"] == 80.0
@@ -93,17 +94,17 @@ SEED = (
 @pytest.mark.parametrize("world", ["", " --world-size 64"])
 def test_suggestions_are_valid_and_reproducible(world):
     argv = (SEED + world).split()
-    report = estimate(require(config_from_args(argv)), capacity_mib=80 * 1024.0)
+    report = add_suggestions(estimate(require(config_from_args(argv)), capacity_mib=80 * 1024.0))
     assert report.verdict == "does not fit"
     assert report.suggestions
-    costs = [s["cost"] for s in report.suggestions]
+    costs = [s.cost for s in report.suggestions]
     assert costs == sorted(costs)
     for sug in report.suggestions:
-        assert sug["verdict"] != "does not fit"
-        changed = require(config_from_args(argv + [str(a) for a in sug["args"]]))
-        assert not [c for c in run_checks(changed) if c["status"] == "fail"], sug
-        again = estimate(changed, capacity_mib=80 * 1024.0, suggest=False)
-        assert again.worst.total_mib == pytest.approx(sug["total_mib"])
+        assert sug.verdict != "does not fit"
+        changed = require(config_from_args(argv + sug.args))
+        assert not [c for c in run_checks(changed) if c.status == "fail"], sug
+        again = estimate(changed, capacity_mib=80 * 1024.0)
+        assert again.worst.total_mib == pytest.approx(sug.total_mib)
 
 
 def test_suggestions_for_an_uneven_pipeline():
@@ -111,24 +112,24 @@ def test_suggestions_for_an_uneven_pipeline():
     argv = (BASE + " --num-layers 30 --seq-length 4096 --micro-batch-size 4 "
             "--pipeline-model-parallel-size 4 --world-size 4 "
             "--decoder-first-pipeline-num-layers 6 --decoder-last-pipeline-num-layers 6").split()
-    report = estimate(require(config_from_args(argv)), capacity_mib=2 * 1024.0)
+    report = add_suggestions(estimate(require(config_from_args(argv)), capacity_mib=2 * 1024.0))
     assert report.verdict == "does not fit"
     assert report.suggestions  # none were offered while 30 % 4 != 0 counted as invalid
     for sug in report.suggestions:
-        changed = require(config_from_args(argv + [str(a) for a in sug["args"]]))
-        assert not [c for c in run_checks(changed) if c["status"] == "fail"], sug
+        changed = require(config_from_args(argv + sug.args))
+        assert not [c for c in run_checks(changed) if c.status == "fail"], sug
 
 
 def test_suggestions_offer_distributed_optimizer_when_missing():
     argv = (BASE + " --num-layers 48 --hidden-size 4096 --num-attention-heads 32 "
             "--world-size 64 --tensor-model-parallel-size 1").split()
-    report = estimate(require(config_from_args(argv)), capacity_mib=40 * 1024.0)
+    report = add_suggestions(estimate(require(config_from_args(argv)), capacity_mib=40 * 1024.0))
     assert report.verdict == "does not fit"
-    assert "--use-distributed-optimizer" in report.suggestions[0]["args"]
+    assert "--use-distributed-optimizer" in report.suggestions[0].args
 
 
 def statuses(text: str) -> dict[str, str]:
-    return {c["name"]: c["status"] for c in run_checks(cfg_of(text))}
+    return {c.name: c.status for c in run_checks(cfg_of(text))}
 
 
 def test_checks_fail_and_pass():
@@ -171,7 +172,7 @@ def test_capacity_units(text, mib):
 
 @pytest.mark.parametrize("text", ["lots", "80XB", "-1GiB", "0"])
 def test_capacity_garbage(text):
-    with pytest.raises(UsageError):
+    with pytest.raises(ValueError, match="a size"):
         parse_capacity(text)
 
 

@@ -10,7 +10,7 @@ import pytest
 from trainmedic.cli import main
 from trainmedic.errors import UsageError
 from trainmedic.memory import config_from_script, require
-from trainmedic.memory.launch_script import script_config_and_command
+from trainmedic.memory.from_script import script_config_and_command
 
 FIX = Path(__file__).parent.parent / "fixtures" / "memory"
 

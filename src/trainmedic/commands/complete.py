@@ -10,13 +10,16 @@ never prints an error: a file it cannot read offers nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
+
+from trainmedic.trees.paths import TREE_SUFFIXES, builtin_tree_dir
 
 KINDS = ("trees", "targets", "probes", "walks")
-TREE_SUFFIXES = (".yaml", ".yml")
 INDEX_FORMAT = 1
 
 
@@ -51,7 +54,8 @@ def candidates(kind: str, prefix: str, trees: Iterable[str] = ()) -> list[str]:
 
 # -- saved walks ----------------------------------------------------------------------------------
 def saved_walk_ids() -> list[str]:
-    """A saved walk's id names its file (`state.save_walk`); temporary files start with a dot."""
+    """A saved walk's id names its file (`saved_walks.save_walk`); temporary files start with a
+    dot. Listing the folder is enough: no file is read."""
     from trainmedic.state import walks_dir
 
     try:
@@ -62,16 +66,10 @@ def saved_walk_ids() -> list[str]:
 
 
 # -- trees ----------------------------------------------------------------------------------------
-def builtin_tree_dir() -> Path:
-    """As `trainmedic.trees.builtin_tree_dir()`, whose package would import YAML."""
-    here = Path(__file__).resolve().parent.parent
-    packaged = here / "_builtin_trees"
-    return packaged if packaged.is_dir() else here.parent.parent / "trees"
-
-
 def index_path() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "trainmedic" / "completion-index.json"
+    from trainmedic.state import cache_dir
+
+    return cache_dir() / "completion-index.json"
 
 
 def tree_files(folders: Iterable[str | Path]) -> Iterator[tuple[str, int, int]]:
@@ -119,7 +117,7 @@ def tree_index(extra: Iterable[str] = ()) -> dict[str, list[str]]:
     except (OSError, ValueError, AttributeError):
         stored = {}
     old = stored.get("files", {}) if isinstance(stored.get("files"), dict) else {}
-    files: dict[str, list] = {}
+    files: dict[str, list[Any]] = {}
     changed = False
     for file, mtime, size in tree_files([builtin_tree_dir(), *extra]):
         entry = old.get(file)
@@ -137,12 +135,9 @@ def tree_index(extra: Iterable[str] = ()) -> dict[str, list[str]]:
     return index
 
 
-def _save(data: dict, path: Path) -> None:
-    """Best effort: write a temporary file and rename it; a read-only cache just stays cold."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError:
-        pass
+def _save(data: dict[str, Any], path: Path) -> None:
+    """Best effort: a read-only or full cache folder just leaves the index cold."""
+    from trainmedic.state import write_json_atomic
+
+    with contextlib.suppress(OSError):
+        write_json_atomic(path, data)

@@ -1,24 +1,50 @@
 """Configuration checks that make Megatron fail at launch, or silently do something else.
 
-Each check is a plain dict `{"name", "status": pass|warn|fail, "message"}` so the preflight
-checklist, `--json` and the TUI can show them without knowing this module.
+Every check, here, in the environment checks and in preflight's memory verdict, is one `Check`:
+a name, pass/warn/fail and one line; `to_dict()` is the `--json` form.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
 from trainmedic.memory.config import MemoryConfig
 from trainmedic.memory.layout import effective_layer_count
 
+CheckStatus = Literal["pass", "warn", "fail"]
+_STATUSES: tuple[CheckStatus, ...] = ("pass", "warn", "fail")
 
-def _check(name: str, ok: bool, good: str, bad: str, *, severity: str = "fail") -> dict[str, str]:
-    return {"name": name, "status": "pass" if ok else severity, "message": good if ok else bad}
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the preflight checklist."""
+
+    name: str
+    status: CheckStatus
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "status": self.status, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> Check:
+        """Tolerant: an unknown status reads as a warning, missing text as empty."""
+        status: CheckStatus = next((s for s in _STATUSES if s == data.get("status")), "warn")
+        return cls(str(data.get("name", "")), status, str(data.get("message", "")))
 
 
-def run_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
+def _check(name: str, ok: bool, good: str, bad: str, *,
+           severity: CheckStatus = "fail") -> Check:
+    return Check(name, "pass" if ok else severity, good if ok else bad)
+
+
+def run_checks(cfg: MemoryConfig) -> list[Check]:
     """Divisibility, batch arithmetic, world size, sequence parallel, vocab padding, GQA."""
     t, p, cp = cfg.tp, cfg.pp, cfg.cp
     a, g, layers = cfg.num_attention_heads, cfg.effective_query_groups, cfg.num_layers
-    out = []
+    out: list[Check] = []
     if cfg.kv_channels is None and not cfg.multi_latent_attention:
         h = cfg.hidden_size
         out.append(_check(
@@ -35,11 +61,10 @@ def run_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
             f"{g} query groups / TP {t} = {max(1, g // t)} per rank",
             f"--num-query-groups {g} is not divisible by --tensor-model-parallel-size {t}"))
     elif cfg.num_query_groups and cfg.num_query_groups != a and not cfg.multi_latent_attention:
-        out.append({
-            "name": "query-groups-ignored", "status": "warn",
-            "message": f"--num-query-groups {cfg.num_query_groups} has no effect without "
-                       f"--group-query-attention: Megatron builds {a} KV heads (plain MHA)",
-        })
+        out.append(Check(
+            "query-groups-ignored", "warn",
+            f"--num-query-groups {cfg.num_query_groups} has no effect without "
+            f"--group-query-attention: Megatron builds {a} KV heads (plain MHA)"))
     first, last = cfg.decoder_first_pipeline_num_layers, cfg.decoder_last_pipeline_num_layers
     if p > 1 and (first is not None or last is not None):
         fixed = [n for n in (first, last) if n is not None]
@@ -71,10 +96,10 @@ def run_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
             f"= {mbs * dp}"))
     if cfg.sequence_parallel:
         # not a problem: Megatron's validate_args turns it off with a warning at TP 1
-        out.append({
-            "name": "sequence-parallel-needs-tp", "status": "pass",
-            "message": "sequence parallelism over TP ranks" if t > 1 else
-            "--sequence-parallel at TP 1: Megatron turns it off (with a warning); no effect"})
+        out.append(Check(
+            "sequence-parallel-needs-tp", "pass",
+            "sequence parallelism over TP ranks" if t > 1 else
+            "--sequence-parallel at TP 1: Megatron turns it off (with a warning); no effect"))
     if cp > 1:
         out.append(_check(
             "seq-length-divisible-by-2cp", cfg.seq_length % (2 * cp) == 0,
@@ -88,8 +113,8 @@ def run_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
             f"--num-experts {cfg.num_experts} is not divisible by --expert-model-parallel-size "
             f"{ep}"))
     if cfg.fp16 and cfg.bf16:
-        out.append({"name": "precision", "status": "fail",
-                    "message": "--fp16 and --bf16 are both set; Megatron refuses this"})
+        out.append(Check("precision", "fail",
+                         "--fp16 and --bf16 are both set; Megatron refuses this"))
     vocab, padded = cfg.effective_vocab_size, cfg.padded_vocab_size
     multiple = cfg.make_vocab_size_divisible_by * t
     extra = padded - vocab
@@ -111,7 +136,7 @@ def _counted_layers(cfg: MemoryConfig) -> tuple[int, str]:
     return counted, how
 
 
-def _layers_over_pp(cfg: MemoryConfig) -> dict[str, str]:
+def _layers_over_pp(cfg: MemoryConfig) -> Check:
     """--num-layers (plus the embedding/loss when accounted for) over the pipeline stages."""
     p = cfg.pp
     counted, how = _counted_layers(cfg)
@@ -121,10 +146,11 @@ def _layers_over_pp(cfg: MemoryConfig) -> dict[str, str]:
         f"{how} = {counted} is not divisible by --pipeline-model-parallel-size {p}")
 
 
-def _virtual_stage_checks(cfg: MemoryConfig) -> list[dict[str, str]]:
+def _virtual_stage_checks(cfg: MemoryConfig) -> list[Check]:
     """Interleaving: the stage's layers divide into virtual stages (Megatron's validate_args,
     counting the embedding and the loss as layers when they are accounted for)."""
-    p, out = cfg.pp, []
+    p = cfg.pp
+    out: list[Check] = []
     counted, how = _counted_layers(cfg)
     per_stage = cfg.num_layers_per_virtual_pipeline_stage
     if per_stage:

@@ -222,6 +222,7 @@ class MemoryConfig:
 
     def replace(self, **changes: object) -> MemoryConfig:
         """A changed copy (suggestions re-run the model on these)."""
+        # `changes` are field values suggest.py chose for these fields; not checkable statically
         return dataclasses.replace(self, notes=[], ignored_args=[], **changes)  # type: ignore[arg-type]
 
     def to_dict(self) -> dict[str, object]:
@@ -378,10 +379,12 @@ def _eval_list_expr(node: ast.AST) -> int | list[int]:
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
     if isinstance(node, ast.List):
+        # a nested list makes int() raise TypeError, which the caller reports as a bad value
         return [int(_eval_list_expr(e)) for e in node.elts]  # type: ignore[arg-type]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
         left, right = _eval_list_expr(node.left), _eval_list_expr(node.right)
         if isinstance(node.op, ast.Add):
+            # int + list raises TypeError, which the caller reports as a bad value
             return left + right  # type: ignore[operator]
         # the bound is on the result: ([1]*100000)*100000 must not build 10^10 items
         if isinstance(left, list) and isinstance(right, int) and len(left) * right <= 100_000:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from trainmedic.memory.checks import Check
 from trainmedic.memory.config import MemoryConfig
 from trainmedic.memory.flags import classify, not_modelled_note, unmodelled_settings
 
@@ -118,6 +119,7 @@ def count_parameters(cfg: MemoryConfig) -> ParamCounts:
     moe_layers = sum(pattern)
     mtp = cfg.mtp_num_layers or 0
     mtp_moe = pattern[-1] * mtp if pattern else 0
+    attention: float
     if cfg.multi_latent_attention:
         qk = cfg.qk_head_dim + cfg.qk_pos_emb_head_dim
         q_term = h * a * qk if cfg.q_lora_rank is None else cfg.q_lora_rank * (h + a * qk + norm)
@@ -310,6 +312,23 @@ def verdict_for(total_mib: float, capacity_mib: float) -> str:
     return "fits"
 
 
+@dataclass(frozen=True)
+class Suggestion:
+    """A configuration change (or two) and the re-estimated memory it leads to."""
+
+    change: str
+    args: list[str]
+    total_mib: float
+    megatron_total_mib: float
+    verdict: str
+    cost: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"change": self.change, "args": list(self.args), "total_mib": self.total_mib,
+                "megatron_total_mib": self.megatron_total_mib, "verdict": self.verdict,
+                "cost": self.cost}
+
+
 @dataclass
 class MemoryReport:
     """Everything `trainmedic memory` shows; `to_dict()` is its --json form."""
@@ -321,8 +340,8 @@ class MemoryReport:
     capacity_mib: float
     capacity_source: str
     notes: list[str] = field(default_factory=list)
-    suggestions: list[dict[str, object]] = field(default_factory=list)
-    checks: list[dict[str, str]] = field(default_factory=list)
+    suggestions: list[Suggestion] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
 
     @property
     def worst(self) -> StageEstimate:
@@ -365,8 +384,8 @@ class MemoryReport:
             "capacity_mib": self.capacity_mib,
             "capacity_source": self.capacity_source,
             "verdict": self.verdict,
-            "suggestions": self.suggestions,
-            "checks": self.checks,
+            "suggestions": [sug.to_dict() for sug in self.suggestions],
+            "checks": [c.to_dict() for c in self.checks],
             "notes": list(self.config.notes) + self.notes,
             "ignored_args": sorted(set(self.config.ignored_args)),
             "not_modelled_args": (classify(self.config.ignored_args)[0]
@@ -383,9 +402,9 @@ def estimate(
     *,
     capacity_mib: float | None = None,
     capacity_source: str | None = None,
-    suggest: bool = True,
 ) -> MemoryReport:
-    """The full report for `cfg` on a card of `capacity_mib` (default 80 GiB, with a note)."""
+    """The report for `cfg` on a card of `capacity_mib` (default 80 GiB, with a note); the
+    cheapest changes that fit are `suggest.add_suggestions`'s job."""
     notes: list[str] = []
     if capacity_mib is None:
         capacity_mib = DEFAULT_CAPACITY_MIB
@@ -405,20 +424,4 @@ def estimate(
     risky = classify(cfg.ignored_args)[0] + unmodelled_settings(cfg)
     if risky:
         notes.append(not_modelled_note(risky))
-    if suggest and report.verdict != "fits":
-        from trainmedic.memory.suggest import suggestions
-
-        report.suggestions = suggestions(report)
     return report
-
-
-def memory_facts(report: MemoryReport) -> dict[str, object]:
-    """Flat facts for tree rules (e.g. `total_gib > capacity_gib`)."""
-    return {
-        "total_gib": report.worst.total_mib / 1024,
-        "megatron_total_gib": report.megatron.total_mib / 1024,
-        "capacity_gib": report.capacity_mib / 1024,
-        "fits": report.verdict != "does not fit",
-        "verdict": report.verdict,
-        "most_loaded_stage": report.worst.stage,
-    }

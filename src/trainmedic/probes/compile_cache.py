@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from trainmedic.probes import procfs
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
 
 NAME = "compile-cache"
 GIB = 1024**3
@@ -120,7 +120,7 @@ def examine(dirs: dict[str, str], mounts: list[tuple[str, str]]) -> ProbeResult:
     return ProbeResult(NAME, "warn" if problems else "ok", summary, facts, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     try:
         user = getpass.getuser()
     except (KeyError, OSError):

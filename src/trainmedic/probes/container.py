@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from trainmedic.probes import procfs
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
 
 NAME = "container"
 GIB = 1024**3
@@ -211,5 +211,5 @@ def examine(root: Path, env: Mapping[str, str]) -> ProbeResult:
     return ProbeResult(NAME, "ok", summary, facts, raw, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     return examine(Path("/"), dict(os.environ))

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from trainmedic.probes import nvsmi
-from trainmedic.probes.base import Budget, ProbeResult, Status
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult, Status
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "fabric"
@@ -141,7 +141,7 @@ def build_result(gpus: list[GpuFabric], service: str, raw: str) -> ProbeResult:
     return ProbeResult(NAME, "ok", summary, facts, raw, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     res = run_cmd(QUERY_ARGV, budget.remaining())
     service = ""
     if budget.remaining() > 0.05:

@@ -16,7 +16,7 @@ import resource
 from pathlib import Path
 
 from trainmedic.probes import procfs
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
 
 NAME = "memlock"
 RDMA_DIR = Path("/dev/infiniband")
@@ -79,7 +79,7 @@ def build_result(soft: int, hard: int, caps: int | None, rdma_devices: bool) -> 
     )
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     try:
         soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
     except (OSError, ValueError) as exc:

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
 from trainmedic.probes import nvsmi
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "pcie"
@@ -143,7 +143,7 @@ def build_result(links: list[Link], raw: str) -> ProbeResult:
     return ProbeResult(NAME, "ok", summary, facts, raw, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     res = run_cmd(ARGV, budget.remaining())
     failed = nvsmi.failure(NAME, res)
     raw = f"$ {' '.join(ARGV)}\n{res.combined()[:20000]}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
 
 NAME = "shm"
 SHM_PATH = Path("/dev/shm")
@@ -86,5 +86,5 @@ def inspect(path: Path) -> ProbeResult:
     return ProbeResult(NAME, "warn" if problems else "ok", summary, facts, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     return inspect(SHM_PATH)

@@ -405,6 +405,7 @@ def parse_rule(entry: Any, src: Source) -> Rule | str:
     if not match:
         return (f"cannot read rule {entry!r}: write 'probe.fact OP value' with OP one of "
                 f"{' '.join(spec.OPS)}")
+    # RULE_RE matches only the operators of spec.OPS, which are the values of the Op type
     return Rule(match["fact"], match["op"], _parse_value(match["value"]), src)  # type: ignore[arg-type]
 
 

@@ -104,7 +104,7 @@ def _first_alias_line(text: str) -> int | None:
     """The line of the first alias, so the error points at `*name`, not at its anchor."""
     try:
         for event in yaml.parse(text, Loader=_Loader):
-            if isinstance(event, yaml.AliasEvent):
+            if isinstance(event, yaml.AliasEvent) and event.start_mark is not None:
                 return event.start_mark.line + 1
     except yaml.YAMLError:
         return None

@@ -93,6 +93,7 @@ def _open(source: Source) -> BinaryIO:
         if source.gz:
             import gzip
 
+            # a GzipFile reads bytes as a BinaryIO does; typeshed does not declare it one
             return gzip.open(source.path, "rb")  # type: ignore[return-value]
         return open(source.path, "rb")
     except OSError as exc:
@@ -230,7 +231,7 @@ def grep_candidates(
                 line = raw[colon + 1 :]
             partial = not raw.endswith(b"\n")
             yield lineno, line if partial else line[:-1]
-        err = proc.stderr.read() if proc.stderr else b""
+        err = proc.stderr.read() if proc.stderr is not None else b""
         code = proc.wait()
     finally:
         timer.cancel()
@@ -239,9 +240,9 @@ def grep_candidates(
             proc.wait()
         if feeder is not None:
             feeder.join(timeout=5)
-        if proc.stdout:
+        if proc.stdout is not None:
             proc.stdout.close()
-        if proc.stderr:
+        if proc.stderr is not None:
             proc.stderr.close()
     if feed_errors:
         raise UsageError(f"{name}: cannot read: {feed_errors[0]}")

@@ -7,32 +7,19 @@ the walk (`launch_command`), so the incident report can show it, redacted.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Footer, Static, TextArea
 
-
-def read_launch_text(text: str) -> tuple[str, str]:
-    """(script text, where it came from): a single existing path is read, else the text itself."""
-    stripped = text.strip()
-    if stripped and "\n" not in stripped:
-        path = Path(stripped).expanduser()
-        try:
-            if path.is_file():
-                return path.read_text(encoding="utf-8", errors="replace"), str(path)
-        except OSError:
-            pass
-    return text, "launch command"
+from trainmedic.tui.base import AppDialog
 
 
-class LaunchCommandScreen(ModalScreen[str | None]):
-    CSS_PATH = str(Path(__file__).with_name("launch.tcss"))
+class LaunchCommandScreen(AppDialog[str | None]):
+    CSS_PATH = "launch_command.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "accept", "use it", key_display="^s"),
         Binding("escape", "cancel", "cancel", key_display="esc"),

@@ -1,8 +1,9 @@
-"""Seed coverage and quality of knowledge engineer 2's trees.
+"""Seed coverage and quality of the trees of hangs, nodes, hardware and the loss (nccl-hang,
+multi-node, hardware, loss-spike, convergence).
 
-The lists below were written from the seed documents (/work/shared/seeds/*.txt), one entry per
-table row or numbered case in scope, so that a tree edit that drops a row fails here. Each entry
-must appear verbatim in the `source:` list of at least one FIX node of the expected tree.
+The lists below were written from the seed documents (the project's Chinese source notes), one
+entry per table row or numbered case in scope, so that a tree edit that drops a row fails here.
+Each entry must appear verbatim in the `source:` list of at least one FIX node of the expected tree.
 """
 
 from __future__ import annotations

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from trainmedic import __version__
+from trainmedic.state import home_cards_path
+from trainmedic.trees.paths import TREE_SUFFIXES, builtin_tree_dir
 
 if TYPE_CHECKING:
     from trainmedic.trees import Forest
-
-TREE_SUFFIXES = (".yaml", ".yml")
-CACHE_NAME = "home-cards.json"
 
 
 class TreeCard(NamedTuple):
@@ -38,13 +36,6 @@ def cards_from_forest(forest: Forest) -> list[TreeCard]:
         cards.append(TreeCard(tree_id, str(tree.title), " ".join(str(tree.summary).split()),
                               [str(t) for t in tree.tags], questions, fixes))
     return cards
-
-
-def builtin_dir() -> Path:
-    """Same answer as `trainmedic.trees.builtin_tree_dir()`, without importing YAML."""
-    here = Path(__file__).resolve().parent.parent
-    packaged = here / "_builtin_trees"
-    return packaged if packaged.is_dir() else here.parent.parent / "trees"
 
 
 def _stats(path: str, out: list[Any]) -> None:
@@ -67,7 +58,7 @@ def files_key(extra: list[str]) -> list[Any] | None:
     """Version plus (path, mtime, size) of every tree file; None if a named path is missing."""
     key: list[Any] = [__version__]
     try:
-        builtin = builtin_dir()
+        builtin = builtin_tree_dir()
         if builtin.is_dir():
             _stats(str(builtin), key)
         for folder in extra:
@@ -77,17 +68,11 @@ def files_key(extra: list[str]) -> list[Any] | None:
     return key
 
 
-def _cache_path() -> Path:
-    from trainmedic.state import state_dir
-
-    return state_dir() / "cache" / CACHE_NAME
-
-
 def cached_cards(extra: list[str]) -> list[TreeCard] | None:
     """The cards saved for exactly these tree files, or None (then load and validate)."""
     try:
         key = files_key(extra)
-        data = json.loads(_cache_path().read_text(encoding="utf-8"))
+        data = json.loads(home_cards_path().read_text(encoding="utf-8"))
         if key is None or data.get("key") != key:
             return None
         return [TreeCard(**card) for card in data["cards"]]
@@ -103,7 +88,8 @@ def remember_cards(key: list[Any] | None, forest: Forest) -> list[TreeCard]:
         try:
             from trainmedic.state import write_json_atomic
 
-            write_json_atomic(_cache_path(), {"key": key, "cards": [c._asdict() for c in cards]})
+            write_json_atomic(home_cards_path(),
+                              {"key": key, "cards": [c._asdict() for c in cards]})
         except OSError:
             pass
     return cards

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trainmedic.memory.shell import UNKNOWN, interpret
+from trainmedic.launch.shell import UNKNOWN, interpret
 
 
 def argv_of(text: str) -> list[str]:

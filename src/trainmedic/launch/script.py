@@ -1,4 +1,4 @@
-"""Find the training command in a launch script and read its configuration.
+"""Find the training command in a launch script, and read the script a person named.
 
 The script is interpreted statically (see `shell.py`); the training command is the one that
 runs a `.py` file with Megatron model flags (`--num-layers`, `--hidden-size`, ...). Launcher
@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from trainmedic.errors import UsageError
-from trainmedic.memory.config import MemoryConfig, config_from_args
-from trainmedic.memory.shell import UNKNOWN, Command, ScriptSyntaxError, interpret
+from trainmedic.launch.shell import UNKNOWN, Command, ScriptSyntaxError, interpret
 
+MAX_SCRIPT_BYTES = 8 * 1024 * 1024
 _NOT_LAUNCHERS = {"echo", "printf", "cat", "tee", "grep", "sed", "awk", "ls", "cp", "rm", "mkdir"}
 _MODEL_FLAGS = ("--num-layers", "--hidden-size", "--num-attention-heads", "--num_layers",
                 "--hidden_size")
@@ -22,7 +23,7 @@ _MODEL_FLAGS = ("--num-layers", "--hidden-size", "--num-attention-heads", "--num
 
 @dataclass
 class TrainingCommand:
-    """The training command found in a script."""
+    """The training command found in a script, with what the script around it set."""
 
     line: int
     launcher: list[str]
@@ -30,16 +31,17 @@ class TrainingCommand:
     args: list[str]
     exported: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    world_size_var: int | None = None  # WORLD_SIZE as the script set it, when it is a number
 
 
 def read_script(path: str) -> str:
     """The text of a launch script, or a one-line error for unreadable/binary/empty files."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read(8 * 1024 * 1024 + 1)
+            data = fh.read(MAX_SCRIPT_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > 8 * 1024 * 1024:
+    if len(data) > MAX_SCRIPT_BYTES:
         raise UsageError(f"{path}: larger than 8 MiB; not a launch script")
     if b"\x00" in data:
         raise UsageError(f"{path}: binary file, not a launch script")
@@ -50,6 +52,20 @@ def read_script(path: str) -> str:
     if not text.strip():
         raise UsageError(f"{path}: empty script")
     return text
+
+
+def read_launch_text(text: str) -> tuple[str, str]:
+    """(script text, where it came from) for what a person pasted: one line naming an existing
+    file is that file (read with `read_script`'s checks), anything else is the command itself."""
+    stripped = text.strip()
+    if stripped and "\n" not in stripped:
+        path = Path(stripped).expanduser()
+        try:
+            if path.is_file():
+                return read_script(str(path)), str(path)
+        except OSError:
+            pass
+    return text, "launch command"
 
 
 def _has_model_flags(args: list[str]) -> bool:
@@ -77,10 +93,10 @@ def find_training_command(commands: list[Command]) -> TrainingCommand | None:
             strong.append((cmd, k))
         elif "train" in os.path.basename(cmd.argv[k]):
             weak.append((cmd, k))
-    chosen = (strong or weak or [None])[-1]
-    if chosen is None:
+    found = strong or weak
+    if not found:
         return None
-    cmd, k = chosen
+    cmd, k = found[-1]
     args = cmd.argv[k + 1 :]
     for i, word in enumerate(args):  # a redirection ends the arguments
         if re.match(r"\d*[<>]", word):
@@ -125,25 +141,15 @@ def launcher_world_size(launcher: list[str]) -> tuple[int | None, str]:
     return None, ""
 
 
-def config_from_script(
+def training_command(
     text: str,
     *,
     path: str = "<script>",
     env: dict[str, str] | None = None,
     argv: list[str] | None = None,
-) -> MemoryConfig:
-    """Interpret a launch script (with positional `argv`) and read its Megatron arguments."""
-    cfg, _cmd = script_config_and_command(text, path=path, env=env, argv=argv)
-    return cfg
-
-
-def script_config_and_command(
-    text: str,
-    *,
-    path: str = "<script>",
-    env: dict[str, str] | None = None,
-    argv: list[str] | None = None,
-) -> tuple[MemoryConfig, TrainingCommand]:
+) -> TrainingCommand:
+    """Interpret a launch script (with positional `argv`) and return its training command;
+    UsageError naming `path` when the script cannot be read or runs no training."""
     try:
         shell = interpret(text, env, argv)
     except ScriptSyntaxError as exc:
@@ -157,37 +163,5 @@ def script_config_and_command(
     cmd.exported = dict(shell.exported)
     cmd.notes = [f"{path}:{note[5:]}" if note.startswith("line ") else note
                  for note in shell.notes]
-    for i, word in enumerate(cmd.args):
-        if UNKNOWN in word and i > 0 and cmd.args[i - 1].startswith("--"):
-            flag = cmd.args[i - 1]
-            from trainmedic.memory.config import FLAGS
-
-            if flag in FLAGS:
-                raise UsageError(
-                    f"{path}:{cmd.line}: the value of {flag} is computed at run time "
-                    "($(...), `...` or an unset variable); pass it explicitly"
-                )
-    try:
-        cfg = config_from_args(cmd.args)
-    except UsageError as exc:
-        hint = ""
-        if str(exc).endswith("needs a value"):
-            hint = " (an unset variable: pass the script's own arguments with --script-args)"
-        raise UsageError(f"{path}:{cmd.line}: {exc}{hint}") from None
-    cfg.notes.append(f"training command: {os.path.basename(cmd.script)} at {path}:{cmd.line}")
-    cfg.notes.extend(cmd.notes)
-    if cfg.world_size is None:
-        world, source = launcher_world_size(cmd.launcher)
-        if world is None:
-            world_var = _as_int(shell.vars.get("WORLD_SIZE"))
-            if world_var:
-                world, source = world_var, "WORLD_SIZE in the script"
-        if world is not None:
-            cfg.world_size = world
-            cfg.notes.append(f"world size {world} from {source}")
-        elif any(UNKNOWN in word for word in cmd.launcher):
-            cfg.notes.append(
-                f"{path}:{cmd.line}: the launcher's process counts are computed at run time; "
-                "pass --world-size N"
-            )
-    return cfg, cmd
+    cmd.world_size_var = _as_int(shell.vars.get("WORLD_SIZE"))
+    return cmd

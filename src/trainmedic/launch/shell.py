@@ -140,7 +140,8 @@ class Lexer:
 
     def _read(self, array: bool) -> list[Token]:
         """Read one command (or, with array=True, the items up to the closing parenthesis)."""
-        s, tokens = self.s, []
+        s = self.s
+        tokens: list[Token] = []
         word: str | None = None
 
         def end_word() -> None:
@@ -706,6 +707,8 @@ class Shell:
                 continue
             if isinstance(tok, Op):
                 return
+            if not isinstance(tok, str):  # a case pattern where a command was due: no command
+                break
             m = _ASSIGN.match(tok)
             if not m:
                 if declare and _NAME.fullmatch(tok):

@@ -1,10 +1,11 @@
 """Human output of `memory` and `preflight`: the verdict line first, then compact tables.
 
-rich is imported here only, when something is printed, so the model stays import-cheap.
+rich is imported when something is printed, so `--json` stays import-cheap.
 """
 
 from __future__ import annotations
 
+from trainmedic.memory.checks import Check
 from trainmedic.memory.model import MemoryReport
 
 _STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
@@ -75,16 +76,16 @@ def print_memory(report: MemoryReport) -> None:
                   "at the schedule's peak; allowances: CUDA context, NCCL, fragmentation",
                   style="dim")
     if report.suggestions:
-        fits = report.suggestions[0]["verdict"] != "does not fit"
+        fits = report.suggestions[0].verdict != "does not fit"
         console.print("Cheapest changes that fit:" if fits else "No single or paired change fits; "
                       "closest:")
         for k, sug in enumerate(report.suggestions, 1):
             console.print(
-                f"  {k}. {sug['change']}: {' '.join(map(str, sug['args']))} -> "
-                f"{gib(float(sug['total_mib']))} GiB ({sug['verdict']})", markup=False,
+                f"  {k}. {sug.change}: {' '.join(sug.args)} -> "
+                f"{gib(sug.total_mib)} GiB ({sug.verdict})", markup=False,
             )
     print_checks(report.checks, only_problems=True)
-    for note in report.to_dict()["notes"]:  # type: ignore[union-attr]
+    for note in [*report.config.notes, *report.notes]:
         console.print(f"note: {note}", style="dim", markup=False)
     ignored = sorted(set(report.config.ignored_args))
     if ignored:
@@ -92,13 +93,13 @@ def print_memory(report: MemoryReport) -> None:
                       style="dim")
 
 
-def print_checks(checks: list[dict[str, str]], *, only_problems: bool = False) -> None:
+def print_checks(checks: list[Check], *, only_problems: bool = False) -> None:
     from rich.console import Console
 
     console = Console(highlight=False)
     for check in checks:
-        if only_problems and check["status"] == "pass":
+        if only_problems and check.status == "pass":
             continue
-        style = _STATUS_STYLE.get(check["status"], "")
-        console.print(f"[{style}]{check['status'].upper():4}[/] {check['name']}: ", end="")
-        console.print(check["message"], markup=False)
+        style = _STATUS_STYLE.get(check.status, "")
+        console.print(f"[{style}]{check.status.upper():4}[/] {check.name}: ", end="")
+        console.print(check.message, markup=False)

@@ -1,6 +1,8 @@
-"""Every seed table row and numbered case in knowledge engineer 1's scope ends at a fix.
+"""Every seed row about starting, memory and speed (triage, oom, startup, slow-training,
+preflight) ends at a fix.
 
-The list below was written from the seed documents (/work/shared/seeds), not from the trees:
+The list below was written from the seed documents (the project's Chinese source notes), not
+from the trees:
 one entry per table row, flowchart action, checklist item or numbered case, with the tree it
 belongs to. A row counts as covered when its canonical tag appears in the `source` of at least
 one FIX node of that tree (a question that only mentions it does not count).

@@ -18,11 +18,12 @@ def build_home_app(trees: Sequence[str], app_class: type[TrainmedicApp] | None =
     With unchanged tree files the home screen paints from cached cards and the forest loads on
     first use; otherwise the forest is loaded and validated now (UsageError if broken).
     """
-    from trainmedic.tui.catalog import cached_cards, files_key, remember_cards
+    from trainmedic.tui.home_cards import cached_cards, files_key, remember_cards
 
     extra = list(trees)
-    if app_class is None:
-        from trainmedic.tui.app import TrainmedicApp as app_class
+    from trainmedic.tui.app import TrainmedicApp
+
+    make = app_class or TrainmedicApp
 
     def load() -> Forest:
         from trainmedic.trees import load_forest_or_fail
@@ -31,11 +32,11 @@ def build_home_app(trees: Sequence[str], app_class: type[TrainmedicApp] | None =
 
     cards = cached_cards(extra)
     if cards is not None:
-        return app_class(None, cards=cards, forest_loader=load)
+        return make(None, cards=cards, forest_loader=load)
     key = files_key(extra)
     forest = load()
     remember_cards(key, forest)
-    return app_class(forest)
+    return make(forest)
 
 
 def run_home(trees: list[str]) -> int:

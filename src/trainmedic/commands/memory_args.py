@@ -1,30 +1,27 @@
 """Command-line plumbing shared by `trainmedic memory` and `trainmedic preflight`.
 
-Both take Megatron's own flags verbatim, which argparse cannot know in advance; we let argparse
-read our few options and hand everything else to `config_from_args`.
+Both take Megatron's own flags verbatim, which argparse cannot know in advance: `split_argv`
+(the CLI's hook for such commands) hands argparse our few options and keeps everything else for
+`config_from_args`, as `args.passthrough`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import shlex
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from trainmedic.errors import UsageError
+from trainmedic.memory.capacity import parse_capacity
 from trainmedic.memory.config import MemoryConfig, config_from_args, require
 
 if TYPE_CHECKING:
-    from trainmedic.memory.launch_script import TrainingCommand
-
-_UNITS = {"": 1024.0, "g": 1024.0, "gi": 1024.0, "gib": 1024.0, "gb": 1e9 / 2**20,
-          "m": 1.0, "mi": 1.0, "mib": 1.0, "mb": 1e6 / 2**20, "t": 1024.0**2, "tib": 1024.0**2}
+    from trainmedic.launch.script import TrainingCommand
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
-    """Our options; any other argument is a Megatron flag (see `parse_with_megatron_args`)."""
+    """Our options; any other argument is a Megatron flag (see `split_argv`)."""
     parser.allow_abbrev = False  # never let a Megatron flag be read as a prefix of ours
     parser.add_argument("--script", metavar="FILE", help="read the arguments from a launch script")
     parser.add_argument("--script-args", metavar="ARGS", default="",
@@ -40,23 +37,13 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
         "Megatron arguments are taken as written: trainmedic memory --num-layers 80 "
         "--hidden-size 8192 --num-attention-heads 64 --seq-length 8192 ..."
     )
-    original = parser.parse_args
-
-    def parse_args(args: Sequence[str] | None = None, namespace: object = None) -> object:
-        ours, extra = split_arguments(list(args or []))
-        ns = original(ours, namespace)  # type: ignore[arg-type]
-        ns.megatron_args = extra
-        return ns
-
-    parser.parse_args = parse_args  # type: ignore[method-assign]
-    parser._trainmedic_original_parse_args = original  # type: ignore[attr-defined]
 
 
 _OURS_WITH_VALUE = ("--script", "--script-args", "--gpu-memory", "--trees")
 _OURS_FLAGS = ("--no-probe", "--json", "-h", "--help")
 
 
-def split_arguments(argv: list[str]) -> tuple[list[str], list[str]]:
+def split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     """(our options, Megatron's), each in the order given."""
     ours: list[str] = []
     megatron: list[str] = []
@@ -77,37 +64,16 @@ def split_arguments(argv: list[str]) -> tuple[list[str], list[str]]:
     return ours, megatron
 
 
-def parse_capacity(text: str) -> float:
-    """'80GiB' -> MiB.  GB/MB are decimal, G/GiB/M/MiB binary; a bare number is GiB."""
-    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
-    unit = m.group(2).lower() if m else ""
-    if not m or unit not in _UNITS:
-        raise UsageError(f"--gpu-memory: expected a size such as 80GiB or 141GB, got {text!r}")
-    value = float(m.group(1)) * _UNITS[unit]
-    if value <= 0:
-        raise UsageError("--gpu-memory must be positive")
-    return value
-
-
-def probe_capacity(timeout: float = 10.0) -> float | None:
-    """The smallest card on this node from the gpu probe; None when there is none or it fails."""
-    try:
-        from trainmedic.probes.runner import run_probes
-
-        results = run_probes(["gpu"], timeout=timeout)
-        value = results[0].facts.get("min_memory_total_mib") if results else None
-        if results and results[0].status != "unavailable" and isinstance(value, int | float):
-            return float(value) if value > 0 else None
-    except Exception:  # the probe is optional here; any failure means "unknown"
-        return None
-    return None
-
-
 def capacity_from_args(args: argparse.Namespace) -> tuple[float | None, str | None]:
     if args.gpu_memory:
-        return parse_capacity(args.gpu_memory), f"--gpu-memory {args.gpu_memory}"
+        try:
+            return parse_capacity(args.gpu_memory), f"--gpu-memory {args.gpu_memory}"
+        except ValueError as exc:
+            raise UsageError(f"--gpu-memory: {exc}") from None
     if not args.no_probe:
-        probed = probe_capacity()
+        from trainmedic.probes.capacity import smallest_card_mib
+
+        probed = smallest_card_mib()
         if probed:
             return probed, "gpu probe (smallest card on this node)"
     return None, None
@@ -115,13 +81,14 @@ def capacity_from_args(args: argparse.Namespace) -> tuple[float | None, str | No
 
 def load_config(args: argparse.Namespace) -> tuple[MemoryConfig, TrainingCommand | None]:
     """The configuration from --script and/or the Megatron flags (flags override the script)."""
-    extra: list[str] = list(getattr(args, "megatron_args", []))
+    extra: list[str] = list(args.passthrough)
     stray = [a for a in extra if a.startswith("-") and not a.startswith("--") and not _number(a)]
     if stray:
         raise UsageError(f"unrecognised option {stray[0]!r} (Megatron flags start with --)")
     cmd = None
     if args.script:
-        from trainmedic.memory.launch_script import read_script, script_config_and_command
+        from trainmedic.launch.script import read_script
+        from trainmedic.memory.from_script import script_config_and_command
 
         try:
             script_argv = shlex.split(args.script_args)

@@ -9,31 +9,32 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Footer, Input, Static
 
+from trainmedic.trees import Forest
+from trainmedic.tui.base import AppDialog
 from trainmedic.tui.savefile import SaveGuard, write_text
 from trainmedic.tui.widgets.pathinput import PathInput
 
 
-def runbook_text(forest, tree_id: str) -> str:
+def runbook_text(forest: Forest, tree_id: str) -> str:
     """The Markdown runbook of one tree, through the exporter `trainmedic export` uses."""
     from trainmedic.export.markdown import tree_markdown
 
     return tree_markdown(forest, forest.trees[tree_id])
 
 
-class ExportScreen(ModalScreen[Path | None]):
+class ExportScreen(AppDialog[Path | None]):
     """Ask where to write the runbook (default `./<tree-id>.md`); an existing file needs a
     second enter. Dismisses with the path written, or None."""
 
-    CSS_PATH = str(Path(__file__).with_name("report.tcss"))
+    CSS_PATH = "export.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "write", "write", key_display="^s", priority=True),
         Binding("escape", "cancel", "cancel", key_display="esc"),
     ]
 
-    def __init__(self, forest, tree_id: str) -> None:
+    def __init__(self, forest: Forest, tree_id: str) -> None:
         super().__init__()
         self.forest = forest
         self.tree_id = tree_id
