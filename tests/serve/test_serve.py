@@ -92,6 +92,7 @@ def test_a_port_in_use_is_one_line_and_exit_2() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (["--port", "70000"], "--port 70000: give a port from 1 to 65535"),
     (["--trees", "no/such/folder"], "no/such/folder: no such file or folder"),
+    (["--public-url", "gpu01:8000"], "--public-url gpu01:8000: give an http:// or https:// URL"),
 ])
 def test_bad_arguments_are_one_line_and_exit_2(args: list[str], message: str) -> None:
     result = trainmedic("serve", *args)

@@ -119,6 +119,9 @@ def run(args: argparse.Namespace) -> int:
 
     from trainmedic.trees import load_forest_or_fail
 
+    if args.public_url and not args.public_url.startswith(("http://", "https://")):
+        # the page derives its websocket address from it (ws:// or wss://)
+        raise UsageError(f"--public-url {args.public_url}: give an http:// or https:// URL")
     load_forest_or_fail(args.trees)  # a broken tree: one line here, not a blank browser page
     _check_address(args.host, args.port)
     server_name = socket.gethostname()
