@@ -55,7 +55,6 @@ class Command:
 
 @dataclass(frozen=True)
 class CommandLine:
-    prog: str
     options: tuple[Argument, ...]  # before the command
     commands: tuple[Command, ...]
 
@@ -115,4 +114,4 @@ def command_line(top: argparse.ArgumentParser,
         options, positionals = _arguments(name, parser)
         specs.append(Command(name, str(helps.get(name) or parser.description or ""), options,
                              positionals))
-    return CommandLine(top.prog, _arguments("", top)[0], tuple(specs))
+    return CommandLine(_arguments("", top)[0], tuple(specs))
