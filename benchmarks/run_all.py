@@ -26,6 +26,7 @@ BENCHMARKS = [
     ("cluster_512.py", [], [], "512 nodes aggregate in bounded time and memory"),
     ("memory_speed.py", [], [], "memory --json start-up vs a bare Python start"),
     ("memory_accuracy.py", [], [], "allocated model vs Megatron CI peaks: issue 17's floor"),
+    ("completion_speed.py", [], ["--runs", "5"], "a Tab (`__complete`) under 100 ms"),
 ]
 
 
