@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from trainmedic.triage.loss_series import LossAnalysis
+from trainmedic.triage.loss.model import LossAnalysis
 
 
 @dataclass

@@ -187,8 +187,9 @@ def grep_candidates(
 ) -> Iterator[tuple[int, bytes]]:
     """Run `grep -a -n -E` over a plain file (or a stream piped into it); yield its matches.
 
-    grep (a DFA in C) does the prefilter at its own speed; only the
-    matching lines cross into Python, as (line number, bytes).
+    grep (a DFA in C) does the prefilter at its own speed; only the matching lines cross into
+    Python, as (line number, bytes). grep starts at once (not at the first `next`), so it can
+    run while the caller reads the same file another way.
     """
     # One ERE alternation: GNU grep's DFA runs it faster than -F with ~100 -e literals.
     ere = "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n) for n in needles)
@@ -211,7 +212,12 @@ def grep_candidates(
         feeder = threading.Thread(target=_feed, args=(stream, proc.stdin, feed_errors),
                                   daemon=True)
         feeder.start()
-    name = name or path or "<stream>"
+    return _grep_output(proc, timer, feeder, feed_errors, name or path or "<stream>", timeout)
+
+
+def _grep_output(proc: subprocess.Popen, timer: threading.Timer,
+                 feeder: threading.Thread | None, feed_errors: list[BaseException], name: str,
+                 timeout: float) -> Iterator[tuple[int, bytes]]:
     try:
         assert proc.stdout is not None
         lineno = 0
@@ -274,3 +280,14 @@ def candidates(
     finally:
         if source.path is not None or source.data is not None:
             stream.close()
+
+
+def start_candidates(
+    source: Source, needles: list[str], combined: re.Pattern[bytes], *, use_grep: bool = True
+) -> Iterator[tuple[int, bytes]]:
+    """Like `candidates`, but a grep for a plain file starts now, before the first `next`."""
+    grep = grep_available() if use_grep else None
+    if (grep and source.data is None and source.path is not None and not source.gz
+            and os.path.isfile(source.path) and os.path.getsize(source.path) >= GREP_MIN_BYTES):
+        return grep_candidates(source.path, needles, grep)
+    return candidates(source, needles, combined, use_grep=use_grep)
