@@ -26,6 +26,8 @@ from trainmedic.triage.loss.lines import (
     megatron_loss_key,
 )
 
+Where = tuple[str, int, str]
+
 BLOCK = 4 << 20
 TIME_SAMPLES = 64
 _ITER_LINE = re.compile(rb"[^\n]*\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*")
@@ -201,12 +203,12 @@ class BlockReader:
             out.append((int(m.group(1)), float(m.group(2))))
         return out
 
-    def _locator(self, block: bytes, base_line: int) -> Callable[[int], tuple[str, int, str] | None]:
+    def _locator(self, block: bytes, base_line: int) -> Callable[[int], Where | None]:
         lay = self.layout
         assert lay is not None
         starts: list[int] = []
 
-        def locate(index: int) -> tuple[str, int, str] | None:
+        def locate(index: int) -> Where | None:
             if not starts:
                 starts.extend(m.start() for m in lay.tail.finditer(block))
             if index >= len(starts):
