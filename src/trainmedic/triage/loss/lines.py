@@ -28,7 +28,7 @@ _HF_LOSS = re.compile(r"[{,]\s*'loss': '?(" + NUM + r")'?\s*[,}]")
 _HF_FIELD = re.compile(r"'(grad_norm|learning_rate|epoch|step)': '?(" + NUM + r")'?")
 _TQDM = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 _LIGHTNING = re.compile(r"^\s*Epoch (\d+):[^|\[]*(?:\|[^|]*\|\s*(\d+)/(\d+)|:\s*(\d+)it)\s*"
-                        r"\[([^\]]*)\]")
+                        r"\[([^\]]*)")
 _POSTFIX = re.compile(r"([A-Za-z_][\w/.%]*)=(" + NUM + r")")
 _PLAIN = re.compile(
     r"\b(?:step|iter|iteration|global_step)\b\s*[:=#]?\s*(\d+)\b.*?\b(?:train[_ ])?loss\b"
@@ -343,7 +343,9 @@ class LineReader:
                 self._epoch_offset += self._epoch_max
             self._epoch, self._epoch_max = epoch, 0
         self._epoch_max = max(self._epoch_max, counter)
-        step = self._epoch_offset + counter
+        total = int(m.group(3)) if m.group(3) else 0
+        # batches per epoch from the bar's total when it shows one, else summed as seen
+        step = epoch * total + counter if total else self._epoch_offset + counter
         g = post.get("global_step")
         if g is not None and "e" not in g.lower():
             step = int(float(g))

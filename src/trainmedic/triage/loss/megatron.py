@@ -183,7 +183,9 @@ class BlockReader:
         except ValueError:
             return False
         times = self._times(block)
-        self.r.formats["megatron"] = self.r.formats.get("megatron", 0) + n
+        fmts = self.r.formats  # the first lines, read one by one, named the format
+        fmt = max(fmts, key=lambda k: fmts[k]) if fmts else "megatron"
+        fmts[fmt] = fmts.get(fmt, 0) + n
         self.r._megatron_had_loss = True
         self.lines_read += n
         self.r.s.batch(steps, losses, grads, scales, None, locate=self._locator(block, base_line))

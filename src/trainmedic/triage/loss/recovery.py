@@ -75,11 +75,15 @@ def fix_scaler(a: LossAnalysis) -> Recovery:
     text = ("the loss rose while the fp16 loss scale fell: a loss-scaler fault, not bad data, "
             "so skipping data would not help; " + where + "with bf16 instead of fp16, or with "
             "a scaler that backs off less")
+    notes = []
     if fw.startswith("megatron") or fw == "gpt-neox":
-        cmd = ("--bf16 (instead of --fp16); on GPUs without bf16: --initial-loss-scale 65536 "
-               "--min-loss-scale 1 --loss-scale-window 1000 --hysteresis 2")
-        if ckpt is not None and fw == "megatron-lm":
-            cmd = f"--load {_ckpt_dir(a, ckpt)} --ckpt-step {ckpt} " + cmd
+        cmd = "--bf16"
+        if ckpt is not None and fw in ("megatron-lm", "megatron-deepspeed"):
+            step = f" --ckpt-step {ckpt}" if fw == "megatron-lm" else ""
+            cmd = f"--load {_ckpt_dir(a, ckpt)}{step} --bf16"
+        notes.append("--bf16 replaces --fp16; on GPUs without bf16 keep --fp16 with a calmer "
+                     "scaler: --initial-loss-scale 65536 --min-loss-scale 1 "
+                     "--loss-scale-window 1000 --hysteresis 2")
     elif fw in ("deepspeed", "hf-trainer"):
         cmd = ('DeepSpeed config: {"bf16": {"enabled": true}, "fp16": {"enabled": false}}'
                if fw == "deepspeed" else "TrainingArguments(bf16=True, fp16=False)")
@@ -87,9 +91,10 @@ def fix_scaler(a: LossAnalysis) -> Recovery:
         cmd = 'Trainer(precision="bf16-mixed")'
     else:
         cmd = None
+    notes.append("see loss-spike#loss-scale-collapse")
     return Recovery(framework=fw, action="fix-scaler", text=text, command=cmd, checkpoint=ckpt,
                     checkpoint_path=a.save_paths.get(ckpt) if ckpt is not None else None,
-                    notes=["see loss-spike#loss-scale-collapse"])
+                    notes=notes)
 
 
 def skip_data(a: LossAnalysis, ranges: list[tuple[int, int]], *, recovered: bool = True,
