@@ -254,6 +254,8 @@ class SeriesAnalyzer:
                 a.last_zero_loss_with_nan_grad = True
         elif self._nan is not None:
             self._close_nan()
+        if bad and loss is None:
+            self._keep_raw(step, math.nan)  # no loss on the line: still a mark on the curve
         if loss is not None:
             self._count(step, loss)
             if math.isfinite(loss):

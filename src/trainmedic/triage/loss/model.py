@@ -337,10 +337,19 @@ class LossAnalysis:
             "step_time": self.step_time.to_dict() if self.step_time else None,
             "skipped_iterations": self.skipped_iterations,
             "overflow_events": self.overflow_events, "save_interval": self.save_interval,
-            "saves": self.saves[-20:], "replayed_points": self.replayed_points,
+            "saves": self.saves, "save_paths": self._referenced_paths(),
+            "replayed_points": self.replayed_points,
             "recoveries": [r.to_dict() for r in self.recoveries],
             "notes": list(self.notes),
         }
+
+    def _referenced_paths(self) -> dict[str, str]:
+        """Paths of the checkpoints a recovery names (not every save: they repeat)."""
+        steps = {s.checkpoint_before for s in self.spikes}
+        steps |= {r.checkpoint for r in self.recoveries}
+        steps |= {self.checkpoint_before(s.first_bad or s.start) for s in self.spikes}
+        return {str(k): self.save_paths[k] for k in sorted(x for x in steps if x is not None)
+                if k in self.save_paths}
 
     @classmethod
     def from_dict(cls, data: Any) -> LossAnalysis:
@@ -378,6 +387,9 @@ class LossAnalysis:
         a.overflow_events = _int(data.get("overflow_events")) or 0
         a.save_interval = _int(data.get("save_interval"))
         a.saves = [s for s in (_int(x) for x in data.get("saves") or []) if s is not None]
+        paths = data.get("save_paths") if isinstance(data.get("save_paths"), dict) else {}
+        a.save_paths = {k: str(v) for k, v in ((_int(k), v) for k, v in paths.items())
+                        if k is not None}
         a.replayed_points = _int(data.get("replayed_points")) or 0
         a.recoveries = [r for r in map(Recovery.from_dict, data.get("recoveries") or []) if r]
         a.notes = [str(n) for n in data.get("notes") or []]
