@@ -128,18 +128,26 @@ class Scanner:
             self._scan_metrics(source, kind)
             return
         if megatron and (source.data is not None or (source.path is not None and not source.gz)):
-            # grep (signature needles only) runs while Python reads the iteration lines
+            # grep looks for the needles on every other line while Python reads the iteration
+            # lines in blocks; lines with more than an iteration line on them come back here
+            from trainmedic.triage.loss.megatron import GREP_EXCLUDE
+
             lines = start_candidates(source, self.side_needles, self._side_b,
-                                     use_grep=self.use_grep)
+                                     use_grep=self.use_grep, exclude=GREP_EXCLUDE)
+            idx, recent = self._begin(source)
             try:
                 stream = _open_plain(source)
                 with stream:
-                    self.loss.read_megatron(stream, source.name)
+                    self.loss.read_megatron(
+                        stream, source.name,
+                        lambda lineno, text: self._raw_line(text, source, idx, lineno, recent,
+                                                            loss=False),
+                        path=source.path if source.data is None else None)
             except BaseException:
                 if hasattr(lines, "close"):
                     lines.close()  # type: ignore[union-attr]
                 raise
-            self._scan(source, lines)
+            self._scan_lines(source, idx, lines, recent)
             return
         self._scan(source, start_candidates(source, self.needles, self._combined_b,
                                             use_grep=self.use_grep))
@@ -179,19 +187,29 @@ class Scanner:
         self._scan(Source(name=name), lines)
 
     def _scan(self, source: Source, lines: Iterator[tuple[int, bytes]]) -> None:
+        idx, recent = self._begin(source)
+        self._scan_lines(source, idx, lines, recent)
+
+    def _begin(self, source: Source) -> tuple[int, list[str]]:
         self.files.append(source.name)
-        idx = len(self.files) - 1
         if source.rank is not None:
             self.known_ranks.add(source.rank)
-        last_time: list[str] = []  # the last few candidate lines of this source
         self._started_in_source = self._progress_in_source = False
-        for lineno, raw in lines:
-            self.candidate_lines += 1
-            text = raw.decode("utf-8", "replace")
-            for seg in lineinfo.segments(text):
-                self._line(lineinfo.clean(seg), source, idx, lineno, last_time)
+        return len(self.files) - 1, []  # the last few candidate lines of this source
 
-    def _line(self, text: str, source: Source, idx: int, lineno: int, last_time: list) -> None:
+    def _scan_lines(self, source: Source, idx: int, lines: Iterator[tuple[int, bytes]],
+                    recent: list[str]) -> None:
+        for lineno, raw in lines:
+            self._raw_line(raw.decode("utf-8", "replace"), source, idx, lineno, recent)
+
+    def _raw_line(self, text: str, source: Source, idx: int, lineno: int, recent: list[str],
+                  *, loss: bool = True) -> None:
+        self.candidate_lines += 1
+        for seg in lineinfo.segments(text):
+            self._line(lineinfo.clean(seg), source, idx, lineno, recent, loss=loss)
+
+    def _line(self, text: str, source: Source, idx: int, lineno: int, last_time: list,
+              *, loss: bool = True) -> None:
         if lineno == 1 and text.startswith(("# source:", "# synthetic", "# assembled")):
             return  # provenance header of a fixture / saved excerpt
         found = self._combined_s.findall(text)
@@ -217,7 +235,7 @@ class Scanner:
             if not resolved:
                 rank, resolved = self._rank(text, source), True
             self.ranks.feed(text, rank, (source.name, lineno))
-        if self.loss.feed(text, lineno):
+        if loss and self.loss.feed(text, lineno):
             self._progress_in_source = True
         elif not found and any(m in text for m in TRAINING_STARTED):
             self._started_in_source = True

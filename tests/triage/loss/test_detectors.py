@@ -226,3 +226,30 @@ def test_series_stays_bounded_and_keeps_the_spike():
     a = s.a
     assert len(a.points) < MAX_POINTS and a.stride > 1
     assert max(x for _s, x in a.points[len(a.points) // 2:]) > 10
+
+
+def test_worker_processes_read_the_same_as_one(tmp_path, monkeypatch):
+    """The parallel block reader (used from 4 CPUs on files of 64 MiB and more) is forced
+    here on a small file with tiny segments: the analysis is the same as one process's."""
+    from trainmedic.triage.loss import megatron
+
+    v = decline(30_000, seed=41)
+    for i in range(20_000, 20_040):
+        v[i] *= 3
+    v[25_000] = math.nan
+    path = tmp_path / "train.log"
+    path.write_text(megatron_log(v, saves_every=1000))
+
+    def analyse():
+        t = LossTracker()
+        with open(path, "rb") as f:
+            t.read_megatron(f, str(path), path=str(path))
+        return t.finish().to_dict()
+
+    monkeypatch.setattr(megatron, "BLOCK", 64 << 10)
+    one = analyse()
+    monkeypatch.setattr(megatron, "_workers", lambda size: 2)
+    monkeypatch.setattr(megatron, "SEGMENT", 200 << 10)
+    many = analyse()
+    assert many == one
+    assert one["count"] == 30_000 - 1 and one["spikes"][0]["line"] == 20_001 + 1 + 20

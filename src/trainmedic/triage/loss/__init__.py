@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import BinaryIO
 
 from trainmedic.triage.loss.detect import MAX_POINTS, SeriesAnalyzer
@@ -58,12 +59,15 @@ class LossTracker:
         """One clean text line; True when it was about training progress."""
         return self.lines.feed(text, lineno)
 
-    def read_megatron(self, stream: BinaryIO, name: str) -> None:
-        """A whole file of Megatron-style lines through the fast block reader."""
+    def read_megatron(self, stream: BinaryIO, name: str,
+                      other: Callable[[int, str], None] | None = None,
+                      path: str | None = None) -> None:
+        """A whole file of Megatron-style lines through the fast block reader; `other` gets
+        the iteration lines that carry something else too (output glued on the line)."""
         from trainmedic.triage.loss.megatron import BlockReader
 
-        reader = BlockReader(self.lines, name)
-        reader.read(stream)
+        reader = BlockReader(self.lines, name, other)
+        reader.read(stream, path)
         self.block_lines += reader.lines_read
 
     def read_metrics(self, kind: str, stream: BinaryIO, name: str) -> int:

@@ -265,6 +265,13 @@ class SeriesAnalyzer:
             else:
                 self._keep(step, loss, force=True)
 
+    def grad_sample(self, values: list[float]) -> None:
+        """Recent grad norms of a block whose maximum was below the threshold: the level
+        follows them without every value of the block being converted."""
+        det = self._grad
+        det.win.extend(values)
+        det.refresh()
+
     def step_time(self, step: int, time_ms: float) -> None:
         """A sampled time per iteration (the block reader reads a few per block)."""
         if math.isfinite(time_ms) and time_ms > 0:
@@ -481,11 +488,11 @@ class SeriesAnalyzer:
             self._grad.stale += n
             if self._grad.stale >= REFRESH:
                 self._grad.refresh()
-        stride = a.stride
-        first = (-base) % stride
-        if first < n:
-            for k in range(first, n, stride):
-                self._keep_raw(s[k], c[k])
+        k = (-base) % a.stride  # the same points `_keep` takes, even when the stride doubles
+        while k < n:
+            self._keep_raw(s[k], c[k])
+            k += 1
+            k += (-(base + k)) % a.stride
         self._loss_buckets.add_many(s, c)
         if t is not None and min(t) > 0:
             self._time_buckets.add_many(s, t)
