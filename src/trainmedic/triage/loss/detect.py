@@ -386,12 +386,13 @@ class SeriesAnalyzer:
             return
         halvings = max(1, skipped, round(math.log2(prev / scale)) if prev and scale > 0 else 1)
         if self._descent is None:
-            self._descent = (step, prev)
+            self._descent = (step, prev if prev is not None else scale)
         self._descent_count += halvings
         for _ in range(min(halvings, 64)):
             self._decreases.append(step)
         while self._decreases and self._decreases[0] < step - BURST_STEPS * self.interval:
             self._decreases.popleft()
+        assert self._descent is not None
         start, start_scale = self._descent
         hi = self._post_max or start_scale
         if scale <= 1.0 or (scale <= 16.0 and hi / scale >= 8.0):

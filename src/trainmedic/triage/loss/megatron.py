@@ -66,8 +66,10 @@ class Layout:
         tail_keys = keys[keys.index(loss_key) + 1:]
         self.scale = float(scale) if scale else None
         self.tail, self.cols = self._build(loss_key, tail_keys, None)
-        self.tail_const, self.cols_const = (self._build(loss_key, tail_keys, scale)
-                                            if scale and "loss scale" in tail_keys else (None, []))
+        self.tail_const: re.Pattern[bytes] | None = None
+        self.cols_const: list[str] = []
+        if scale and "loss scale" in tail_keys:
+            self.tail_const, self.cols_const = self._build(loss_key, tail_keys, scale)
 
     @staticmethod
     def _build(loss_key: str, keys: list[str], scale: str | None,
@@ -353,7 +355,7 @@ class BlockReader:
                 for first, end, packed in blocks:
                     if packed == "empty":
                         continue
-                    if packed is not None and self._apply(_unpack(packed),
+                    if isinstance(packed, tuple) and self._apply(_unpack(packed),
                                                           self._reread_locator(stream, first,
                                                                                end)):
                         self.fast_blocks += 1
@@ -416,10 +418,10 @@ class BlockReader:
         state = {"const_failed": self._const_failed}
         cols = extract(block, start, end, lay, self.r.s.interval, self.r.s._grad.thr, state)
         self._const_failed = state["const_failed"]
+        if isinstance(cols, str):
+            return True  # no iteration line in this block
         if cols is None:
             return False
-        if cols == "empty":
-            return True
         return self._apply(cols, self._locator(block, start, end, off))
 
     def _apply(self, cols: tuple, locate: Callable[[int], Where | None]) -> bool:

@@ -75,7 +75,11 @@ class Table:
     def __init__(self, series: SeriesAnalyzer, name: str) -> None:
         self.s = series
         self.name = name
-        self.step = self.loss = self.grad = self.scale = self.time = None
+        self.step: str | None = None
+        self.loss: str | None = None
+        self.grad: str | None = None
+        self.scale: str | None = None
+        self.time: str | None = None
         self.rows = 0
 
     def choose(self, columns: Iterable[str]) -> bool:
@@ -244,7 +248,7 @@ def _read_tfevents(stream: BinaryIO, series: SeriesAnalyzer, name: str) -> int:
     pending: dict[str, float] = {}
     cur: int | None = None
     n = 0
-    loss_tag = None
+    loss_tag: str | None = None
 
     def emit() -> None:
         nonlocal n

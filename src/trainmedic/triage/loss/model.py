@@ -376,7 +376,8 @@ class LossAnalysis:
         a.grad_norm_nan_count = _int(data.get("grad_norm_nan_count")) or 0
         a.grad_explosions = [g for g in map(GradExplosion.from_dict,
                                             data.get("grad_explosions") or []) if g]
-        scale = data.get("loss_scale") if isinstance(data.get("loss_scale"), dict) else {}
+        raw_scale = data.get("loss_scale")
+        scale: dict = raw_scale if isinstance(raw_scale, dict) else {}
         a.loss_scale_max, a.loss_scale_min = _float(scale.get("max")), _float(scale.get("min"))
         a.loss_scale_last = _float(scale.get("last"))
         a.scale_events = [e for e in map(ScaleEvent.from_dict, data.get("scale_events") or [])
@@ -387,7 +388,8 @@ class LossAnalysis:
         a.overflow_events = _int(data.get("overflow_events")) or 0
         a.save_interval = _int(data.get("save_interval"))
         a.saves = [s for s in (_int(x) for x in data.get("saves") or []) if s is not None]
-        paths = data.get("save_paths") if isinstance(data.get("save_paths"), dict) else {}
+        raw_paths = data.get("save_paths")
+        paths: dict = raw_paths if isinstance(raw_paths, dict) else {}
         a.save_paths = {k: str(v) for k, v in ((_int(k), v) for k, v in paths.items())
                         if k is not None}
         a.replayed_points = _int(data.get("replayed_points")) or 0

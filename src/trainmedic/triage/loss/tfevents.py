@@ -43,6 +43,7 @@ def _fields(buf: bytes) -> Iterator[tuple[int, int, Any]]:
     while i < n:
         key, i = _varint(buf, i)
         num, wire = key >> 3, key & 7
+        val: int | bytes
         if wire == 0:
             val, i = _varint(buf, i)
         elif wire == 1:
