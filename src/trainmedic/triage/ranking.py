@@ -172,8 +172,9 @@ def _run_findings(scanner: Scanner, loss: LossAnalysis, evidence: dict,
         ratio = f", {g.value / g.baseline:.0f}x its recent level {g.baseline:g}" if g.baseline \
             else ""
         made.append(("grad-norm-explosion",
-                     f"gradient norm {g.value:g} at step {g.step}{ratio} "
-                     f"({len(loss.grad_explosions)} such steps)", len(loss.grad_explosions),
+                     f"gradient norm {g.value:g} at step {g.step}{ratio}"
+                     + (f" ({len(loss.grad_explosions)} such steps)"
+                        if len(loss.grad_explosions) > 1 else ""), len(loss.grad_explosions),
                      {"step": g.step}))
     collapse = [e for e in loss.scale_events if e.kind == "scale-collapse"]
     bursts = [e for e in loss.scale_events if e.kind == "overflow-burst"]
