@@ -39,33 +39,44 @@ NOISE = [
 ]
 
 
-def generate(path: str, size: int) -> None:
+def _write(path: str, size: int, steps_per_block: int, lines) -> None:
+    """Blocks of `lines(step)` until the file has `size` bytes, then the failure at the end."""
     step = 0
     written = 0
     with open(path, "wb") as out:
         while written < size:
-            block = []
-            for _ in range(64):
+            block: list[bytes] = []
+            for _ in range(steps_per_block):
                 step += 1
-                for k in range(60):  # ~60 lines of chatter per step
-                    r = (step + k) % 8
-                    block.append(NOISE[k % len(NOISE)] % {
-                        b"n": r // 8, b"pid": 4000 + r, b"tid": 5000 + k, b"r": r,
-                        b"p": (r + 1) % 8, b"c": k % 32})
-                loss = 2.0 + 8.0 * 2.718 ** (-step / 3000) + (step * 7919 % 100) / 2000
-                block.append(
-                    b" [2024-05-01 12:%02d:%02d] iteration %8d/ 1000000 | consumed samples: %12d |"
-                    b" elapsed time per iteration (ms): 4247.9 | learning rate: 2.999E-04 | global"
-                    b" batch size:   512 | lm loss: %.6E | loss scale: 1.0 | grad norm: 0.812 |"
-                    b" number of skipped iterations:   0 | number of nan iterations:   0 |"
-                    % (step // 60 % 60, step % 60, step, step * 512, loss))
-                if step % 500 == 0:
-                    block.append(b"  successfully saved checkpoint from iteration %7d to /ckpt"
-                                 % step)
+                block += lines(step)
             data = b"\n".join(block) + b"\n"
             out.write(data)
             written += len(data)
         _ending(out, step)
+
+
+def _noisy_step(step: int) -> list[bytes]:
+    block = []
+    for k in range(60):  # ~60 lines of chatter per step
+        r = (step + k) % 8
+        block.append(NOISE[k % len(NOISE)] % {
+            b"n": r // 8, b"pid": 4000 + r, b"tid": 5000 + k, b"r": r,
+            b"p": (r + 1) % 8, b"c": k % 32})
+    loss = 2.0 + 8.0 * 2.718 ** (-step / 3000) + (step * 7919 % 100) / 2000
+    block.append(
+        b" [2024-05-01 12:%02d:%02d] iteration %8d/ 1000000 | consumed samples: %12d |"
+        b" elapsed time per iteration (ms): 4247.9 | learning rate: 2.999E-04 | global"
+        b" batch size:   512 | lm loss: %.6E | loss scale: 1.0 | grad norm: 0.812 |"
+        b" number of skipped iterations:   0 | number of nan iterations:   0 |"
+        % (step // 60 % 60, step % 60, step, step * 512, loss))
+    if step % 500 == 0:
+        block.append(b"  successfully saved checkpoint from iteration %7d to /ckpt" % step)
+    return block
+
+
+def generate(path: str, size: int) -> None:
+    """The noisy log: chatter from every rank around each iteration line."""
+    _write(path, size, 64, _noisy_step)
 
 
 def _ending(out, step: int) -> None:
@@ -89,27 +100,20 @@ DENSE = (b" [2024-05-01 12:%02d:%02d.%06d] iteration %8d/ 1000000 | consumed sam
          b" grad norm: %.3f | number of skipped iterations:   0 | number of nan iterations:   0 |")
 
 
+def _dense_step(step: int) -> list[bytes]:
+    noise = (step * 7919 % 100) / 2000
+    loss = 2.0 + 8.0 * 2.718 ** (-step / 30000) + noise
+    block = [DENSE % (step // 60 % 60, step % 60, step * 7 % 1000000, step, step * 1024,
+                      5926.4 + noise * 100, 220.4 - noise, 3.0e-4, loss, 0.8 + noise)]
+    if step % 1000 == 0:
+        block.append(b"  successfully saved checkpoint from iteration %7d to "
+                     b"/lustre/ckpt/run [ t 1/1, p 1/1 ]" % step)
+    return block
+
+
 def generate_dense(path: str, size: int) -> None:
     """Nearly every line an iteration line, as a long run's rank-last log is."""
-    step = 0
-    written = 0
-    with open(path, "wb") as out:
-        while written < size:
-            block = []
-            for _ in range(4096):
-                step += 1
-                noise = (step * 7919 % 100) / 2000
-                loss = 2.0 + 8.0 * 2.718 ** (-step / 30000) + noise
-                block.append(DENSE % (step // 60 % 60, step % 60, step * 7 % 1000000, step,
-                                      step * 1024, 5926.4 + noise * 100, 220.4 - noise,
-                                      3.0e-4, loss, 0.8 + noise))
-                if step % 1000 == 0:
-                    block.append(b"  successfully saved checkpoint from iteration %7d to "
-                                 b"/lustre/ckpt/run [ t 1/1, p 1/1 ]" % step)
-            data = b"\n".join(block) + b"\n"
-            out.write(data)
-            written += len(data)
-        _ending(out, step)
+    _write(path, size, 4096, _dense_step)
 
 
 def needles_for(path: str) -> list[str]:
