@@ -25,6 +25,7 @@ BENCHMARKS = [
     ("probes_hang.py", [], [], "all probes within about one timeout, however many hang"),
     ("cluster_512.py", [], [], "512 nodes aggregate in bounded time and memory"),
     ("memory_speed.py", [], [], "memory --json start-up vs a bare Python start"),
+    ("memory_accuracy.py", [], [], "allocated model vs Megatron CI peaks: issue 17's floor"),
 ]
 
 

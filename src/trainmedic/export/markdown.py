@@ -9,6 +9,7 @@ more backticks than it contains. Nothing depends on the clock, so output is repr
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from trainmedic.export.anchors import SlugCounter, github_slug, heading_text, node_anchors
 from trainmedic.export.escalation import escalation_lines
@@ -24,7 +25,7 @@ def runbook_file(tree_id: str) -> str:
     return f"{tree_id}.md"
 
 
-def _outside_code(text: str, change) -> str:
+def _outside_code(text: str, change: Callable[[str], str]) -> str:
     """Apply `change` to the parts of `text` that are not inline code spans."""
     out, last = [], 0
     for match in _CODE_SPAN.finditer(text):
@@ -127,11 +128,11 @@ def tree_markdown(forest: Forest, tree: Tree) -> str:
         f"## {FIXED_HEADINGS[1]}",
         "",
     ]
-    for node in tree.questions():
-        out += _question(forest, tree, node, numbers[node.id], anchors)
+    for question in tree.questions():
+        out += _question(forest, tree, question, numbers[question.id], anchors)
     out += [f"## {FIXED_HEADINGS[2]}", ""]
-    for node in tree.fixes():
-        out += _fix(node, numbers[node.id], anchors[tree.id][node.id])
+    for fix in tree.fixes():
+        out += _fix(fix, numbers[fix.id], anchors[tree.id][fix.id])
     out += [f"## {FIXED_HEADINGS[3]}", "", *escalation_lines(tree.id)]
     return "\n".join(out).rstrip("\n") + "\n"
 

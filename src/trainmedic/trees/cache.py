@@ -4,6 +4,10 @@ An entry is used only when the file's path, size and modification time, the path
 messages, and the loader's own source files are all unchanged; anything else (a corrupt entry, a
 read-only home, `TRAINMEDIC_NO_CACHE=1`) falls back to parsing. Parsing is the truth: the cache
 only remembers its result.
+
+The entries are pickles, which can run code when loaded; that is safe here only because the
+folder is the user's own (created 0700 under their cache folder) and holds nothing anyone else
+writes: the same trust as the Python files trainmedic itself runs from.
 """
 
 from __future__ import annotations
@@ -14,17 +18,13 @@ import pickle
 import tempfile
 from pathlib import Path
 
+from trainmedic.state import tree_cache_dir
 from trainmedic.trees.loader import load_tree_file
 from trainmedic.trees.model import Tree
 from trainmedic.trees.problems import Problem
 
 _FORMAT = 1
 _CODE = ("model.py", "loader.py", "spec.py", "yamlsafe.py", "problems.py", "cache.py")
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "trainmedic" / "trees"
 
 
 def _code_stamp() -> tuple[int, ...]:
@@ -41,7 +41,7 @@ def load_cached(path: Path, shown: str) -> tuple[Tree | None, list[Problem]]:
         key = (_FORMAT, _code_stamp(), real, shown, stat.st_mtime_ns, stat.st_size)
     except OSError:
         return load_tree_file(path, shown)
-    entry = cache_dir() / (hashlib.sha1(f"{real}\0{shown}".encode()).hexdigest() + ".pickle")
+    entry = tree_cache_dir() / (hashlib.sha1(f"{real}\0{shown}".encode()).hexdigest() + ".pickle")
     try:
         with entry.open("rb") as handle:
             stored_key, result = pickle.load(handle)

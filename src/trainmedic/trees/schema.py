@@ -18,6 +18,13 @@ def _kind(kind: str) -> dict[str, Any]:
     ]}
     rule = {"type": "string", "pattern": spec.RULE_RE.pattern}
     need = {"enum": list(spec.NEEDS)}
+    framework = {"enum": list(spec.FRAMEWORKS)}
+    targets = {"oneOf": [framework, {
+        "type": "object", "required": ["framework"], "additionalProperties": False,
+        "properties": {
+            "framework": {**framework, "description": spec.TARGET_KEYS_DOC["framework"]},
+            "versions": {"type": "string", "pattern": spec.VERSIONS_RE.pattern,
+                         "description": spec.TARGET_KEYS_DOC["versions"]}}}]}
     table: dict[str, dict[str, Any]] = {
         "id": {"type": "string", "pattern": spec.ID_RE.pattern},
         "text": text,
@@ -33,6 +40,7 @@ def _kind(kind: str) -> dict[str, Any]:
         "danger-kind": {"enum": list(spec.DANGER_KINDS)},
         "needs": {"oneOf": [need, {"type": "array", "items": need, "minItems": 1,
                                    "uniqueItems": True}]},
+        "targets": targets,
         "nodes": {
             "type": "object", "minProperties": 1,
             "propertyNames": {"pattern": spec.ID_RE.pattern},

@@ -1,8 +1,8 @@
 """The tree format's keys, in one place.
 
 The loader validates YAML against these tables and `schema.py` turns the same tables into the
-JSON Schema that ships with the package, so the documentation, the editor schema and the loader
-cannot drift apart.
+JSON Schema that ships with the package; a test holds the key table of docs/tree-format.md to
+them, so the documentation, the editor schema and the loader cannot drift apart.
 """
 
 from __future__ import annotations
@@ -46,6 +46,17 @@ NEEDS = {
     "idle-gpus": "GPUs with no process on them",
 }
 
+# -- targets: the framework (and versions) a fix or step is written for ----------------------
+# Lint checks flags against the list of the named framework; see trees/apicheck.py.
+FRAMEWORKS = ("megatron-lm", "megatron-deepspeed", "deepspeed", "hf-transformers",
+              "hf-accelerate", "pytorch", "torchtitan", "nccl", "transformer-engine", "slurm")
+_VERSION = r"\d+(?:\.\d+){0,2}"
+_VERSION_ITEM = rf"\s*(?:{_VERSION}\s*-\s*{_VERSION}|(?:>=|<=|==|>|<)?\s*{_VERSION})\s*"
+# ">=0.12", "0.10-0.15", "<0.16", "0.13", or several joined by commas (all must hold)
+VERSIONS_RE = re.compile(rf"^{_VERSION_ITEM}(?:,{_VERSION_ITEM})*$")
+TARGET_KEYS_DOC = {"framework": "one of " + ", ".join(FRAMEWORKS),
+                   "versions": "version range, e.g. '>=0.12', '0.10-0.15', '<2.24'"}
+
 
 @dataclass(frozen=True)
 class Key:
@@ -70,6 +81,7 @@ KINDS = {
     "danger": "a mapping {kind, effect}",
     "danger-kind": "what the command does: " + ", ".join(DANGER_KINDS),
     "needs": "one of, or a list of: " + ", ".join(NEEDS),
+    "targets": "a framework name, or {framework, versions}",
 }
 
 TREE_KEYS = (
@@ -96,6 +108,8 @@ FIX_KEYS = (
     Key("myth", "text", False, "A widespread but wrong remedy, named and corrected."),
     Key("refs", "refs", False, "References: documentation, issues, source files."),
     Key("source", "strings", False, "Where the knowledge came from (seed section, document)."),
+    Key("targets", "targets", False, "Framework and versions the fix is for (lint checks its "
+        "flags against that framework's list)."),
 )
 
 ANSWER_KEYS = (
@@ -113,6 +127,8 @@ STEP_KEYS = (
         "Marks a destructive or disruptive command: what it does and its consequence."),
     Key("needs", "needs", False,
         "What running the step takes: root, slurm-operator, drained-node, idle-gpus."),
+    Key("targets", "targets", False, "Framework and versions of this step, when it differs "
+        "from the fix's."),
 )
 
 DANGER_KEYS = (

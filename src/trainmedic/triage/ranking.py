@@ -12,7 +12,7 @@ from datetime import datetime
 
 from trainmedic.triage import lineinfo
 from trainmedic.triage.loss.model import LossAnalysis
-from trainmedic.triage.report import Evidence, Finding
+from trainmedic.triage.report import NO_ORDER, Evidence, Finding
 from trainmedic.triage.scanner import Hit, Scanner
 from trainmedic.triage.signatures import KIND_ORDER, SIGNATURES_BY_ID
 
@@ -52,8 +52,7 @@ def _merge_same_node(findings: list[Finding]) -> list[Finding]:
 
 def _sort_key(f: Finding) -> tuple:
     t = f.first_time
-    order = f.details.get("_order", (1 << 30, 0))
-    return (KIND_ORDER.get(f.kind, 3), t is None, t or datetime.min, -_weight(f), order)
+    return (KIND_ORDER.get(f.kind, 3), t is None, t or datetime.min, -_weight(f), f.first_order)
 
 
 def _weight(f: Finding) -> float:
@@ -95,7 +94,6 @@ def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
         summary = f"{_who(ranks)}: {summary}"
     if hit.count > 1:
         summary += f" ({hit.count} lines)"
-    details["_order"] = hit.first_order
     if hit.time_inferred:
         details["time_inferred"] = True
     if hit.first_time is not None and not hit.time_has_year and year is None:
@@ -104,6 +102,7 @@ def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
         signature=sig.id, tree=sig.tree, node=hit.node, confidence=confidence,
         summary=summary, kind=sig.kind, count=hit.count, ranks=ranks,
         first_time=_time(hit, year), evidence=_evidence(hit), details=details,
+        first_order=hit.first_order,
     )
 
 
@@ -208,14 +207,13 @@ def _run_findings(scanner: Scanner, loss: LossAnalysis, evidence: dict,
                 first_time = first_time.replace(year=year)
             except ValueError:
                 first_time = None
-        details = dict(details)
-        details["_order"] = (files.get(ev[0][0], 1 << 30), ev[0][1]) if ev else (1 << 30, 0)
         out.append(Finding(
             signature=sig.id, tree=sig.tree, node=sig.node, confidence=sig.confidence,
             summary=summary, kind=sig.kind, count=count, ranks=[], first_time=first_time,
             evidence=[Evidence(f, line, scanner.redact(text.strip())[:2000], None)
                       for f, line, text in ev[:5]],
-            details=details,
+            details=dict(details),
+            first_order=(files.get(ev[0][0], NO_ORDER[0]), ev[0][1]) if ev else NO_ORDER,
         ))
     return out
 

@@ -144,8 +144,9 @@ class Scanner:
                                                             loss=False),
                         path=source.path if source.data is None else None)
             except BaseException:
-                if hasattr(lines, "close"):
-                    lines.close()  # type: ignore[union-attr]
+                close = getattr(lines, "close", None)  # a generator: stops its grep
+                if close is not None:
+                    close()
                 raise
             self._scan_lines(source, idx, lines, recent)
             return

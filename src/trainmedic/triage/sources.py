@@ -93,6 +93,7 @@ def _open(source: Source) -> BinaryIO:
         if source.gz:
             import gzip
 
+            # a GzipFile reads bytes as a BinaryIO does; typeshed does not declare it one
             return gzip.open(source.path, "rb")  # type: ignore[return-value]
         return open(source.path, "rb")
     except OSError as exc:
@@ -254,7 +255,7 @@ def _grep_output(proc: subprocess.Popen, timer: threading.Timer,
                 line = raw[colon + 1 :]
             partial = not raw.endswith(b"\n")
             yield lineno, line if partial else line[:-1]
-        err = proc.stderr.read() if proc.stderr else b""
+        err = proc.stderr.read() if proc.stderr is not None else b""
         code = proc.wait()
         if first is not None:
             first_err = first.stderr.read() if first.stderr else b""
@@ -271,9 +272,9 @@ def _grep_output(proc: subprocess.Popen, timer: threading.Timer,
             first.stderr.close()
         if feeder is not None:
             feeder.join(timeout=5)
-        if proc.stdout:
+        if proc.stdout is not None:
             proc.stdout.close()
-        if proc.stderr:
+        if proc.stderr is not None:
             proc.stderr.close()
     if feed_errors:
         raise UsageError(f"{name}: cannot read: {feed_errors[0]}")

@@ -1,38 +1,47 @@
-"""The command-line flags a recovery may use, per framework, as upstream's argparse declares them.
+"""The command-line flags a recovery may use, per framework: the shipped argparse lists.
 
-One small function on purpose: when the shipped argparse lists of the knowledge-lint work are
-on main, `flag_set` reads them instead and the recovery tests stay as they are.
-
-Checked against upstream source (search look-ups, not copied):
-- NVIDIA Megatron-LM `megatron/training/arguments.py`: `--load` (str), `--ckpt-step` (int,
-  "Checkpoint step to load model from"), `--iterations-to-skip` (nargs='+', type=int),
-  `--bf16`/`--fp16` (store_true), `--initial-loss-scale`, `--min-loss-scale`,
-  `--loss-scale-window` (float), `--hysteresis` (int); the parser uses allow_abbrev=False.
-- BigScience Megatron-DeepSpeed `megatron/arguments.py`: `--load` (str),
-  `--skip-train-iteration-range` (type=str, nargs='+', "one or more dash-separated ranges"),
-  the same mixed-precision flags; no `--ckpt-step`, no `--iterations-to-skip`.
+`flag_set` reads the API reference lists of `trainmedic.trees.apilists` (Megatron-LM's flags
+per core version from arguments.py snapshots, Megatron-DeepSpeed's from its arguments.py).
+`parser_for` builds an argparse parser with Megatron's own settings (allow_abbrev=False) for
+the flags recoveries print, typed as upstream declares them (checked with the search tool):
+- Megatron-LM: `--load` (str), `--ckpt-step` (int), `--iterations-to-skip` (nargs='+',
+  type=int), `--bf16`/`--fp16` (store_true), `--initial-loss-scale`, `--min-loss-scale`,
+  `--loss-scale-window` (float), `--hysteresis` (int);
+- Megatron-DeepSpeed (BigScience): `--load`, `--skip-train-iteration-range` (type=str,
+  nargs='+', dash-separated ranges), the same mixed-precision flags.
+A flag missing from the framework's shipped list fails the parser's construction.
 """
 
 from __future__ import annotations
 
 import argparse
 
-_MIXED = {"--bf16": "flag", "--fp16": "flag", "--initial-loss-scale": float,
-          "--min-loss-scale": float, "--loss-scale-window": float, "--hysteresis": int}
+KINDS: dict[str, object] = {
+    "--load": str, "--ckpt-step": int, "--iterations-to-skip": ("+", int),
+    "--skip-train-iteration-range": ("+", str), "--bf16": "flag", "--fp16": "flag",
+    "--initial-loss-scale": float, "--min-loss-scale": float, "--loss-scale-window": float,
+    "--hysteresis": int,
+}
 
 
-def flag_set(framework: str) -> dict[str, object]:
-    """flag -> "flag" (store_true), a type (one value) or ("+", type) (one or more)."""
+def flag_set(framework: str) -> frozenset[str]:
+    """Every flag the framework's parser accepts, from the shipped lists."""
+    from trainmedic.trees import apilists
+
     if framework == "megatron-lm":
-        return {"--load": str, "--ckpt-step": int, "--iterations-to-skip": ("+", int), **_MIXED}
+        flags = apilists.megatron()
+        return frozenset(flags.flags) | frozenset(flags.facts)
     if framework == "megatron-deepspeed":
-        return {"--load": str, "--skip-train-iteration-range": ("+", str), **_MIXED}
+        return apilists.megatron_deepspeed()
     raise KeyError(framework)
 
 
 def parser_for(framework: str) -> argparse.ArgumentParser:
+    accepted = flag_set(framework)
     parser = argparse.ArgumentParser(allow_abbrev=False, exit_on_error=False)
-    for flag, kind in flag_set(framework).items():
+    for flag, kind in KINDS.items():
+        if flag not in accepted:
+            continue  # not this framework's: an argument using it is unrecognized
         if kind == "flag":
             parser.add_argument(flag, action="store_true")
         elif isinstance(kind, tuple):
@@ -40,3 +49,11 @@ def parser_for(framework: str) -> argparse.ArgumentParser:
         else:
             parser.add_argument(flag, type=kind)
     return parser
+
+
+def parse(framework: str, words: list[str]) -> argparse.Namespace:
+    """Parse like the framework does: an unknown flag is an error, not ignored."""
+    ns, unknown = parser_for(framework).parse_known_args(words)
+    if unknown:
+        raise argparse.ArgumentError(None, f"unrecognized arguments: {' '.join(unknown)}")
+    return ns

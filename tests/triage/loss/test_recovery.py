@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 
@@ -11,7 +12,7 @@ from trainmedic.triage import triage_text
 from trainmedic.triage.loss.model import LossAnalysis, Spike
 from trainmedic.triage.loss.recovery import for_spike, megatron_lm_skip_values, merge_ranges
 
-from .flagsets import flag_set, parser_for
+from .flagsets import flag_set, parse
 from .gen import decline, hf_log, megatron_log
 
 
@@ -35,7 +36,7 @@ def test_megatron_lm_command_parses_and_skips_the_bad_range():
     a = spiky("lm")
     rec = a.recoveries[-1]
     assert a.framework == "megatron-lm" and rec.action == "skip-data"
-    ns = parser_for("megatron-lm").parse_args(expand(rec.command))
+    ns = parse("megatron-lm", expand(rec.command))
     assert ns.load == "/lustre/ckpt/gpt" and ns.ckpt_step == 2000 == rec.checkpoint
     skipped = set(ns.iterations_to_skip)
     # one earlier than the range: skipped under both indexings the releases use
@@ -54,7 +55,7 @@ def test_megatron_deepspeed_command_parses_with_merged_ranges():
         interval=10, saves_every=500, fmt="mds")).loss
     assert b.framework == "megatron-deepspeed"
     rec = b.recoveries[-1]
-    ns = parser_for("megatron-deepspeed").parse_args(expand(rec.command))
+    ns = parse("megatron-deepspeed", expand(rec.command))
     ranges = [list(map(int, r.split("-"))) for r in ns.skip_train_iteration_range]  # upstream
     assert ranges == [[2101, 2130]]
     assert ns.load == "/lustre/ckpt/gpt" and rec.checkpoint == 2000
@@ -110,10 +111,25 @@ def test_the_checkpoint_named_is_one_the_log_saved():
 
 
 def test_every_flag_printed_is_in_the_framework_flag_set():
-    for fmt, framework in (("lm", "megatron-lm"),):
-        rec = spiky(fmt).recoveries[-1]
-        flags = [w for w in expand(rec.command) if w.startswith("--")]
-        assert flags and set(flags) <= set(flag_set(framework))
+    rec = spiky("lm").recoveries[-1]
+    flags = [w for w in expand(rec.command) if w.startswith("--")]
+    assert flags and set(flags) <= flag_set("megatron-lm")
+    assert "--skip-train-iteration-range" not in flag_set("megatron-lm")
+    assert "--iterations-to-skip" not in flag_set("megatron-deepspeed")
+
+
+def test_each_framework_rejects_the_others_skip_flag():
+    with pytest.raises(argparse.ArgumentError):
+        parse("megatron-lm", ["--skip-train-iteration-range", "1-2"])
+    with pytest.raises(argparse.ArgumentError):
+        parse("megatron-deepspeed", ["--iterations-to-skip", "1", "2"])
+
+
+def test_iterations_to_skip_is_there_from_core_0_12():
+    from trainmedic.trees import apilists
+
+    presence = apilists.megatron().presence("--iterations-to-skip")
+    assert presence[(0, 11)] is False and presence[(0, 12)] and presence[(0, 15)]
 
 
 def test_scaler_fault_recovery_parses_and_skips_no_data():
@@ -125,7 +141,7 @@ def test_scaler_fault_recovery_parses_and_skips_no_data():
     a = triage_text(megatron_log(v, scales=scales, saves_every=500)).loss
     rec = a.recoveries[0]
     assert rec.action == "fix-scaler" and rec.skip == [] and rec.checkpoint == 2000
-    ns = parser_for("megatron-lm").parse_args(expand(rec.command))
+    ns = parse("megatron-lm", expand(rec.command))
     assert ns.bf16 and ns.ckpt_step == 2000  # saved before the scale fell at 2001
     calmer = rec.notes[0].split(": ", 1)[1]
-    assert parser_for("megatron-lm").parse_args(expand(calmer)).hysteresis == 2
+    assert parse("megatron-lm", expand(calmer)).hysteresis == 2
