@@ -17,7 +17,6 @@ Also the lines around them that recovery needs: checkpoint saves, save and log i
 from __future__ import annotations
 
 import json
-import math
 import re
 
 from trainmedic.triage.loss.detect import SeriesAnalyzer, Where
@@ -419,6 +418,3 @@ def _int(text: str | None) -> int:
     except ValueError:
         return 0
 
-
-def is_finite(v: float | None) -> bool:
-    return v is not None and math.isfinite(v)
