@@ -17,7 +17,9 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections import deque
 from collections.abc import Callable
+from itertools import islice
 from typing import BinaryIO
 
 from trainmedic.triage.lineinfo import clean, segments
@@ -351,7 +353,15 @@ class BlockReader:
         tasks = [(path, a, min(a + SEGMENT, size), self.layout, self.r.s.interval)
                  for a in range(start, size, SEGMENT)]
         with multiprocessing.get_context("fork").Pool(workers) as pool:
-            for blocks in pool.imap(_segment, tasks):
+            # a few segments in flight at a time: memory stays bounded when the workers are
+            # faster than the detectors here
+            todo = iter(tasks)
+            pending = deque(pool.apply_async(_segment, (t,)) for t in islice(todo, 2 * workers))
+            while pending:
+                blocks = pending.popleft().get()
+                nxt = next(todo, None)
+                if nxt is not None:
+                    pending.append(pool.apply_async(_segment, (nxt,)))
                 for first, end, packed in blocks:
                     if packed == "empty":
                         continue
