@@ -184,12 +184,15 @@ def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException]) -> None
 
 def grep_candidates(
     path: str | None, needles: list[str], grep: str, *, stream: BinaryIO | None = None,
-    timeout: float | None = None, name: str | None = None,
+    timeout: float | None = None, name: str | None = None, exclude: str | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Run `grep -a -n -E` over a plain file (or a stream piped into it); yield its matches.
 
-    grep (a DFA in C) does the prefilter at its own speed; only the
-    matching lines cross into Python, as (line number, bytes).
+    grep (a DFA in C) does the prefilter at its own speed; only the matching lines cross into
+    Python, as (line number, bytes). grep starts at once (not at the first `next`), so it can
+    run while the caller reads the same file another way. `exclude` (an ERE, plain files only):
+    a first grep drops the lines it matches, and numbers the others, so the needle search never
+    spends time on lines the caller reads itself.
     """
     # One ERE alternation: GNU grep's DFA runs it faster than -F with ~100 -e literals.
     ere = "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n) for n in needles)
@@ -201,9 +204,23 @@ def grep_candidates(
         # far above grep's speed; only a hang hits it (streams: a generous hour)
         timeout = 60.0 + size / 20e6 if path is not None else 3600.0
     env = dict(os.environ, LC_ALL="C")
-    proc = subprocess.Popen(args, stdin=subprocess.PIPE if stream is not None else None,
+    first: subprocess.Popen | None = None
+    if exclude is not None and path is not None and stream is None:
+        first = subprocess.Popen([grep, "-a", "-n", "-v", "-E", "-e", exclude, "--", path],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        args = [grep, "-a", "-E", "-e", ere]  # reads "N:line" from the first grep
+    proc = subprocess.Popen(args, stdin=first.stdout if first is not None else (
+                                subprocess.PIPE if stream is not None else None),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    timer = threading.Timer(timeout, proc.kill)
+    if first is not None and first.stdout is not None:
+        first.stdout.close()  # the second grep holds it now
+
+    def kill() -> None:
+        proc.kill()
+        if first is not None:
+            first.kill()
+
+    timer = threading.Timer(timeout, kill)
     timer.start()
     feed_errors: list[BaseException] = []
     feeder = None
@@ -212,7 +229,14 @@ def grep_candidates(
         feeder = threading.Thread(target=_feed, args=(stream, proc.stdin, feed_errors),
                                   daemon=True)
         feeder.start()
-    name = name or path or "<stream>"
+    return _grep_output(proc, timer, feeder, feed_errors, name or path or "<stream>", timeout,
+                        first)
+
+
+def _grep_output(proc: subprocess.Popen, timer: threading.Timer,
+                 feeder: threading.Thread | None, feed_errors: list[BaseException], name: str,
+                 timeout: float, first: subprocess.Popen | None = None,
+                 ) -> Iterator[tuple[int, bytes]]:
     try:
         assert proc.stdout is not None
         lineno = 0
@@ -233,11 +257,19 @@ def grep_candidates(
             yield lineno, line if partial else line[:-1]
         err = proc.stderr.read() if proc.stderr is not None else b""
         code = proc.wait()
+        if first is not None:
+            first_err = first.stderr.read() if first.stderr else b""
+            first_code = first.wait()
+            if first_code not in (0, 1) and code in (0, 1):
+                code, err = first_code, first_err
     finally:
         timer.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        for p in (proc, first):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        if first is not None and first.stderr:
+            first.stderr.close()
         if feeder is not None:
             feeder.join(timeout=5)
         if proc.stdout is not None:
@@ -275,3 +307,15 @@ def candidates(
     finally:
         if source.path is not None or source.data is not None:
             stream.close()
+
+
+def start_candidates(
+    source: Source, needles: list[str], combined: re.Pattern[bytes], *, use_grep: bool = True,
+    exclude: str | None = None,
+) -> Iterator[tuple[int, bytes]]:
+    """Like `candidates`, but a grep for a plain file starts now, before the first `next`."""
+    grep = grep_available() if use_grep else None
+    if (grep and source.data is None and source.path is not None and not source.gz
+            and os.path.isfile(source.path) and os.path.getsize(source.path) >= GREP_MIN_BYTES):
+        return grep_candidates(source.path, needles, grep, exclude=exclude)
+    return candidates(source, needles, combined, use_grep=use_grep)
