@@ -84,7 +84,7 @@ class LossTracker:
 
     def finish(self) -> LossAnalysis:
         """Close every run, name formats and frameworks, plan recoveries, pick the primary."""
-        from trainmedic.triage.loss.recovery import plan
+        from trainmedic.triage.loss.recovery import for_spike, plan
 
         if self.runs:
             return self.analysis
@@ -102,6 +102,7 @@ class LossTracker:
             candidates.append(series)
         for series in candidates:
             series.a.recoveries = plan(series.a)
+            series.a.spike_recoveries = [for_spike(series.a, sp) for sp in series.a.spikes]
             self.runs.append((series.a, series.evidence))
         if candidates:
             primary = next((s for s in candidates if s.a.events()), None) or max(

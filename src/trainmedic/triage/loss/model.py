@@ -251,6 +251,8 @@ class LossAnalysis:
     save_paths: dict[int, str] = field(default_factory=dict)
     replayed_points: int = 0  # points whose step was not after the last one (resumes, ranks)
     recoveries: list[Recovery] = field(default_factory=list)
+    # the way back for each spike, in the order of `spikes` (filled with `recoveries`)
+    spike_recoveries: list[Recovery] = field(default_factory=list)
     last_zero_loss_with_nan_grad: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -279,10 +281,11 @@ class LossAnalysis:
 
     def recovery(self, spike: Spike | None = None) -> str:
         """One line: the way back for a spike (the first recovery if none is given)."""
-        from trainmedic.triage.loss.recovery import for_spike
-
-        rec = for_spike(self, spike) if spike is not None else (
-            self.recoveries[0] if self.recoveries else None)
+        rec = self.recoveries[0] if self.recoveries else None
+        if spike is not None:
+            index = next((i for i, s in enumerate(self.spikes) if s is spike), None)
+            if index is not None and index < len(self.spike_recoveries):
+                rec = self.spike_recoveries[index]
         if rec is None:
             return ""
         return rec.text + (f" {rec.command}" if rec.command and rec.command not in rec.text
@@ -340,6 +343,7 @@ class LossAnalysis:
             "saves": self.saves, "save_paths": self._referenced_paths(),
             "replayed_points": self.replayed_points,
             "recoveries": [r.to_dict() for r in self.recoveries],
+            "spike_recoveries": [r.to_dict() for r in self.spike_recoveries],
             "notes": list(self.notes),
         }
 
@@ -394,5 +398,7 @@ class LossAnalysis:
                         if k is not None}
         a.replayed_points = _int(data.get("replayed_points")) or 0
         a.recoveries = [r for r in map(Recovery.from_dict, data.get("recoveries") or []) if r]
+        a.spike_recoveries = [
+            r for r in map(Recovery.from_dict, data.get("spike_recoveries") or []) if r]
         a.notes = [str(n) for n in data.get("notes") or []]
         return a
