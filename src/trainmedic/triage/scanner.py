@@ -11,9 +11,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 from typing import BinaryIO
 
 from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert, inert_line
 from trainmedic.triage import lineinfo
 from trainmedic.triage.loss_series import LossTracker
 from trainmedic.triage.rank_compare import RankCompare
@@ -26,6 +28,7 @@ from trainmedic.triage.signatures import (
     needle_index,
 )
 from trainmedic.triage.sources import (
+    InputCut,
     Source,
     candidates,
     grep_available,
@@ -36,6 +39,10 @@ from trainmedic.triage.sources import (
 
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
+# Longer lines (a base64 payload, a JSON record with a dump inside) keep their head, the part
+# around the first failure signature and their tail; every regex after that sees at most this.
+LINE_CAP = 8192
+EVIDENCE_CAP = 2000
 # Xid code -> the hardware tree's node for it (NVIDIA's Xid catalogue, research §3f); codes
 # not listed stay at the `xid` question.
 XID_NODES: dict[int, str] = {
@@ -69,6 +76,28 @@ def _mib(groups: tuple[str | None, ...]) -> float | None:
     if len(vals) < 2:
         return None
     return round(float(vals[0]) * _UNITS[vals[1]], 2)
+
+
+def shorten(text: str, limit: int, focus: int | None = None) -> str:
+    """`text` cut to about `limit` characters: its head, `focus` (an index) with some context,
+    and its tail, each cut said in place (`…[1234 characters cut]…`)."""
+    if len(text) <= limit:
+        return text
+    n = len(text)
+    head, tail = limit // 4, limit // 8
+    spans = [(0, head)]
+    if focus is not None and head < focus < n - tail:
+        start = max(head, focus - limit // 4)
+        spans.append((start, min(n - tail, start + limit // 2)))
+    else:
+        spans[0] = (0, limit - tail)
+    spans.append((n - tail, n))
+    out = [text[spans[0][0] : spans[0][1]]]
+    for (_, prev_end), (start, end) in pairwise(spans):
+        if start > prev_end:
+            out.append(f" \u2026[{start - prev_end} characters cut]\u2026 ")
+        out.append(text[max(start, prev_end) : end])
+    return "".join(out)
 
 
 @dataclass
@@ -105,7 +134,8 @@ class Scanner:
         self.known_ranks: set[int] = set()
         self.candidate_lines = 0
         self.files: list[str] = []
-        self.redact = redact_text
+        self.notes: list[str] = []  # sources read only in part, and why
+        self.redact = self.evidence_text
         self._loss_marks = (0, 0, 0, 0)
         self._started_in_source = False
         self._progress_in_source = False
@@ -123,17 +153,36 @@ class Scanner:
         self._scan(Source(name=name), lines)
 
     def _scan(self, source: Source, lines: Iterator[tuple[int, bytes]]) -> None:
-        self.files.append(source.name)
+        # A file name is shown as it is; a hostile one must not carry escape sequences.
+        name = inert_line(source.name)
+        self.files.append(name)
+        if name != source.name:
+            source = Source(name=name, path=source.path, data=source.data, rank=source.rank)
         idx = len(self.files) - 1
         if source.rank is not None:
             self.known_ranks.add(source.rank)
         last_time: list[str] = []  # the last few candidate lines of this source
         self._started_in_source = self._progress_in_source = False
-        for lineno, raw in lines:
-            self.candidate_lines += 1
-            text = raw.decode("utf-8", "replace")
-            for seg in lineinfo.segments(text):
-                self._line(lineinfo.clean(seg), source, idx, lineno, last_time)
+        try:
+            for lineno, raw in lines:
+                self.candidate_lines += 1
+                text = raw.decode("utf-8", "replace")
+                for seg in lineinfo.segments(text):
+                    if len(seg) > LINE_CAP:
+                        found = self._combined_s.search(seg)
+                        seg = shorten(seg, LINE_CAP, found.start() if found else None)
+                    self._line(lineinfo.clean(seg), source, idx, lineno, last_time)
+        except InputCut as cut:
+            self.notes.append(inert_line(str(cut)))
+
+    def evidence_text(self, text: str) -> str:
+        """A log line as evidence: secrets redacted (before any cut, so no half secret is
+        left), cut to EVIDENCE_CAP around its signature, control characters made visible."""
+        text = redact_text(text)
+        if len(text) > EVIDENCE_CAP:
+            found = self._combined_s.search(text)
+            text = shorten(text, EVIDENCE_CAP, found.start() if found else None)
+        return inert(text)
 
     def _line(self, text: str, source: Source, idx: int, lineno: int, last_time: list) -> None:
         if lineno == 1 and text.startswith(("# source:", "# synthetic", "# assembled")):
@@ -189,7 +238,7 @@ class Scanner:
             code = int(m.group(2)) if m else None
             node = XID_NODES.get(code, node) if code is not None else node
             details = {"codes": [code] if code is not None else [],
-                       "pci": [m.group(1)] if m else []}
+                       "pci": [inert_line(m.group(1)[:64])] if m else []}
         elif sig.id == "lagging-ranks":
             # fr_trace "missing ranks: {1, 3}" / desync report "ranks [2, 5] are the lagging ranks"
             m = _NAMED_RANKS.search(text)
@@ -224,10 +273,10 @@ class Scanner:
         order = (idx, lineno)
         hit.first_order = min(hit.first_order, order)
         if len(hit.evidence) < MAX_EVIDENCE:
-            hit.evidence.append((source.name, lineno, self.redact(text.strip())[:2000], rank))
+            hit.evidence.append((source.name, lineno, self.redact(text.strip()), rank))
         elif rank is not None and all(e[3] != rank for e in hit.evidence) and len(hit.ranks) <= 2:
             # keep one line of a second rank so the evidence shows who else saw it
-            hit.evidence[-1] = (source.name, lineno, self.redact(text.strip())[:2000], rank)
+            hit.evidence[-1] = (source.name, lineno, self.redact(text.strip()), rank)
 
     def _loss_evidence(self, text: str, source: Source, lineno: int, recent: list[str]) -> None:
         a = self.loss.analysis
@@ -246,7 +295,7 @@ class Scanner:
                     hit.first_time, hit.time_has_year, _ = _time_of(recent)
                 hit.count += 1
                 if len(hit.evidence) < MAX_EVIDENCE:
-                    hit.evidence.append((source.name, lineno, self.redact(text.strip())[:2000],
+                    hit.evidence.append((source.name, lineno, self.redact(text.strip()),
                                          None))
         self._loss_marks = marks
 
