@@ -12,11 +12,12 @@ import json
 import os
 import re
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from trainmedic.safefile import TEMP_SUFFIX, read_bounded, write_json
 
 
 def state_dir() -> Path:
@@ -35,47 +36,19 @@ def walks_dir() -> Path:
     return state_dir() / "walks"
 
 
-TEMP_SUFFIX = ".tmp"
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a killed writer
+MAX_WALK_BYTES = 16 << 20  # a walk is a few KB; a bigger file is not one of ours
 # A walk id names its file: no separators, no leading dot, nothing a shell or Windows dislikes.
 WALK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Serialise first, then write a temporary file, fsync it and rename it over `path`.
+    """Serialise first, then write a temporary file, fsync it and rename it over `path` (0600).
 
     Serialising before opening means unserialisable data never touches the disk; the rename is
     atomic on POSIX and Windows, so readers see the old file or the new one, never a mix.
     """
-    text = json.dumps(data, indent=1, ensure_ascii=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename itself durable (a power cut right after must not resurrect the old file)."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    write_json(path, data, target="state")
 
 
 def save_walk(data: dict[str, Any]) -> Path:
@@ -110,7 +83,7 @@ class Skipped:
 
 def _read(path: Path) -> SavedWalk | Skipped:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(path, MAX_WALK_BYTES).decode("utf-8"))
     except OSError as exc:
         return Skipped(path, exc.strerror or str(exc))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -148,8 +121,11 @@ def list_walks(limit: int | None = None) -> tuple[list[SavedWalk], list[Skipped]
     are found, so the home screen stays fast however many walks pile up.
     """
     folder = walks_dir()
-    if not folder.is_dir():
-        return [], []
+    try:
+        if not folder.is_dir():
+            return [], []
+    except OSError as exc:  # a state folder made by `sudo trainmedic`: Python 3.11 raises here
+        return [], [Skipped(folder, exc.strerror or str(exc))]
     walks: list[SavedWalk] = []
     skipped: list[Skipped] = []
     try:
@@ -173,7 +149,7 @@ def list_walks(limit: int | None = None) -> tuple[list[SavedWalk], list[Skipped]
 
 def find_walk(name: str | None) -> tuple[SavedWalk | None, list[Skipped]]:
     """The walk with this id (or id prefix, or file path), or the latest when `name` is None."""
-    if name and Path(name).is_file():
+    if name and _is_file(Path(name)):
         result = _read(Path(name))
         return (result, []) if isinstance(result, SavedWalk) else (None, [result])
     walks, skipped = list_walks()
@@ -181,3 +157,10 @@ def find_walk(name: str | None) -> tuple[SavedWalk | None, list[Skipped]]:
         return (walks[0] if walks else None), skipped
     matches = [w for w in walks if w.id == name] or [w for w in walks if w.id.startswith(name)]
     return (matches[0] if matches else None), skipped
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
