@@ -27,10 +27,12 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from trainmedic.cluster import hostlist
 from trainmedic.errors import UsageError
+from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert, inert_line
 
 AnswerState = Literal["ok", "no-answer", "garbage", "unreachable", "error"]
 
@@ -50,6 +52,14 @@ class NodeAnswer:
     detail: str = ""  # one line: why the state is not ok
     duration_s: float = 0.0
 
+    def __post_init__(self) -> None:
+        # What a node printed is untrusted: its own redaction may be older or broken, and a
+        # garbage answer may carry escape sequences. Scrubbed here, where every answer is made.
+        self.host = inert_line(self.host)
+        self.detail = inert_line(redact_text(self.detail))
+        if self.payload is not None:
+            self.payload = _scrub_payload(self.payload)
+
     def to_dict(self) -> dict:
         return {
             "host": self.host,
@@ -58,6 +68,19 @@ class NodeAnswer:
             "duration_s": round(self.duration_s, 3),
             "result": self.payload,
         }
+
+
+def _scrub_payload(value: Any, depth: int = 0) -> Any:
+    """A node's JSON with every string (keys too) redacted and made inert."""
+    if depth > 32:
+        return None
+    if isinstance(value, str):
+        return inert(redact_text(value))
+    if isinstance(value, dict):
+        return {inert_line(str(k)): _scrub_payload(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_payload(v, depth + 1) for v in value]
+    return value
 
 
 @dataclass

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from trainmedic.errors import UsageError
 from trainmedic.memory.config import MemoryConfig, config_from_args
 from trainmedic.memory.shell import UNKNOWN, Command, ScriptSyntaxError, interpret
+from trainmedic.safefile import TooLarge, read_bounded
 
 _NOT_LAUNCHERS = {"echo", "printf", "cat", "tee", "grep", "sed", "awk", "ls", "cp", "rm", "mkdir"}
 _MODEL_FLAGS = ("--num-layers", "--hidden-size", "--num-attention-heads", "--num_layers",
@@ -34,13 +35,12 @@ class TrainingCommand:
 
 def read_script(path: str) -> str:
     """The text of a launch script, or a one-line error for unreadable/binary/empty files."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(8 * 1024 * 1024 + 1)
+    try:  # a regular file only: a FIFO would block forever
+        data = read_bounded(path, 8 * 1024 * 1024)
+    except TooLarge:
+        raise UsageError(f"{path}: larger than 8 MiB; not a launch script") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > 8 * 1024 * 1024:
-        raise UsageError(f"{path}: larger than 8 MiB; not a launch script")
     if b"\x00" in data:
         raise UsageError(f"{path}: binary file, not a launch script")
     try:
