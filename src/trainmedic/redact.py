@@ -286,13 +286,17 @@ def redact_command(command: str) -> str:
 def redact_argv(words: list[str]) -> list[str]:
     """`redact_command` for a command already split into words (`--hf-token`, `X`)."""
     out: list[str] = []
-    for word in words:
-        prev = out[-1] if out else ""
+    wandb_login = False
+    for i, word in enumerate(words):
+        prev = words[i - 1] if i else ""
+        wandb_login = wandb_login or (prev == "wandb" and word == "login")
         secret_flag = prev.startswith("-") and "=" not in prev and is_secret_name(prev)
-        sshpass = prev == "-p" and len(out) >= 2 and out[-2] == "sshpass"
         if (secret_flag and not word.startswith("-") and not _keep_value(word, "strong")) \
-                or sshpass:
+                or (prev == "-p" and "sshpass" in words[:i]) \
+                or (wandb_login and _LONG_WORD.fullmatch(word)):
             out.append(REDACTED)
+        elif prev in ("-u", "--user", "--proxy-user", "-U") and _CURL_USER.match(f"{prev} {word}"):
+            out.append(_CURL_USER.sub(_lead_redacted, f"{prev} {word}")[len(prev) + 1:])
         else:
             out.append(redact_command(word))
     return out

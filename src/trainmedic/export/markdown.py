@@ -14,13 +14,14 @@ import re
 from trainmedic.export.anchors import SlugCounter, github_slug, heading_text, node_anchors
 from trainmedic.export.escalation import escalation_lines
 from trainmedic.export.mermaid import diagram_ids, tree_diagram
+from trainmedic.redact import redact_text
 from trainmedic.trees import Fix, Forest, Question, Tree
 
 FIXED_HEADINGS = ("Flowchart", "Questions", "Fixes", "Escalation: when no fix helped")
 _BACKTICKS = re.compile(r"`+")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _LANG = re.compile(r"[A-Za-z0-9_+.#-]{1,32}")
-_URL = re.compile(r"https?://[^\s<>()\\`\"']+", re.IGNORECASE)
+_URL = re.compile(r"https?://[^\s<>\\`\"']+", re.IGNORECASE)  # fits in `(<...>)` as it is
 _ASCII_PUNCTUATION = frozenset("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
 
 
@@ -104,9 +105,10 @@ def _escape_plain(text: str, specials: str) -> str:
 
 
 def _inline(text: str, specials: str = "") -> str:
-    """One paragraph of tree text as safe inline Markdown (code spans kept as code)."""
+    """One paragraph of tree text as safe inline Markdown (code spans kept as code), redacted
+    first: a user tree may quote a token, and escaping would hide it from the patterns."""
     out = []
-    for is_code, part in _parts(text):
+    for is_code, part in _parts(redact_text(text)):
         out.append(code_span(part) if is_code and part.strip() else
                    ("`" + part + "`" if is_code else _escape_plain(part, specials)))
     return "".join(out)
@@ -141,7 +143,7 @@ def fence(code: str, lang: str) -> list[str]:
     marks = "`" * max(3, longest + 1)
     # the info string comes from the tree: a backtick or a line break in it would unmake the fence
     lang = lang if _LANG.fullmatch(lang or "") else ""
-    return [f"{marks}{lang}", *code.rstrip("\n").splitlines(), marks]
+    return [f"{marks}{lang}", *redact_text(code).rstrip("\n").splitlines(), marks]
 
 
 def indent(lines: list[str], by: str) -> list[str]:

@@ -11,6 +11,7 @@ escaping of `export/markdown.py`.
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -33,7 +34,7 @@ def redact_deep(value: Any, key: str = "") -> Any:
     if isinstance(value, str):
         return inert(redact_text(value))
     if isinstance(value, Mapping):
-        return {str(k): redact_deep(v, str(k)) for k, v in value.items()}
+        return {inert(str(k)): redact_deep(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact_deep(v) for v in value]
     return value
@@ -264,8 +265,10 @@ def _render_probes(probes: list[dict]) -> list[str]:
         body = json.dumps({"facts": probe.get("facts") or {},
                            "evidence": probe.get("evidence") or {}},
                           indent=1, ensure_ascii=False, sort_keys=True)
-        out += [f"<details><summary>{one_line(probe.get('name', ''))}: facts and raw output"
-                "</summary>", "", *fence(body, "json")]
+        # inside an HTML block Markdown is not read: the name is HTML-escaped, not Markdown
+        name = html.escape(" ".join(str(probe.get("name", "")).split()))
+        out += [f"<details><summary>{name}: facts and raw output</summary>", "",
+                *fence(body, "json")]
         if probe.get("raw"):
             out += ["", *fence(str(probe["raw"]), "text")]
         out += ["", "</details>", ""]
