@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from trainmedic.errors import UsageError
+from trainmedic.textsafe import inert_line
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,8 +26,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _warn_skipped(skipped) -> None:
-    from trainmedic.textsafe import inert_line
-
     for item in skipped:
         print(f"trainmedic: warning: {inert_line(str(item))}", file=sys.stderr)
 
@@ -45,8 +44,6 @@ def _list(as_json: bool) -> int:
         print()
     elif not rows:
         print("no saved walks", file=sys.stderr)
-    from trainmedic.textsafe import inert_line
-
     for row in [] if as_json else rows:  # saved files are data: a crafted one holds anything
         done = "fix reached" if row["finished"] else "unfinished"
         print(inert_line(f"{row['id']}  {row['tree']}  {row['updated']}  ")
