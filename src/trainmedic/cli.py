@@ -1,8 +1,10 @@
 """Argument parsing and dispatch only.
 
 Each subcommand lives in `trainmedic.commands.<name>` with `add_arguments(parser)` and
-`run(args) -> int`. Only the chosen command's module is imported, so `lint`, `probe`, `triage`,
-`export` and `memory` never pay for Textual (or for each other).
+`run(args) -> int`; a command that passes another program's flags through verbatim (`memory`,
+`preflight`) also has `split_argv(argv) -> (ours, passthrough)`, and gets `args.passthrough`.
+Only the chosen command's module is imported, so `lint`, `probe`, `triage`, `export` and
+`memory` never pay for Textual (or for each other).
 """
 
 from __future__ import annotations
@@ -12,8 +14,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from trainmedic import __version__
+from trainmedic.commands import interactive_terminal
 from trainmedic.errors import TrainmedicError, UsageError
 
 # name -> (module under trainmedic.commands, one-line help)
@@ -47,8 +51,11 @@ def _top_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _command_parser(name: str) -> argparse.ArgumentParser:
-    module = importlib.import_module(f"trainmedic.commands.{COMMANDS[name][0]}")
+def _command(name: str) -> ModuleType:
+    return importlib.import_module(f"trainmedic.commands.{COMMANDS[name][0]}")
+
+
+def _command_parser(name: str, module: ModuleType) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"trainmedic {name}", description=COMMANDS[name][1])
     parser.add_argument(
         "--trees", action="append", default=[], metavar="DIR",
@@ -81,14 +88,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         top = _top_parser().parse_args(head)
         if command is None:
-            if not (sys.stdin.isatty() and sys.stdout.isatty()) or os.environ.get("TERM") == "dumb":
+            if not interactive_terminal():
                 raise UsageError("the app needs a terminal; in a pipe or a dumb terminal use "
                                  "`trainmedic walk triage --plain` (or see `trainmedic --help`)")
-            from trainmedic.tui.launch import run_home
+            from trainmedic.tui.start import run_home
 
             return run_home(trees=top.trees)
-        parser = _command_parser(command)
-        args = parser.parse_args(rest)
+        module = _command(command)
+        parser = _command_parser(command, module)
+        split = getattr(module, "split_argv", None)  # the optional hook, see the docstring
+        ours, passthrough = split(rest) if split is not None else (rest, [])
+        args = parser.parse_args(ours)
+        args.passthrough = passthrough
         args.trees = list(top.trees) + list(args.trees)
         return int(args._run(args) or 0)
     except TrainmedicError as exc:

@@ -133,7 +133,7 @@ def test_report_of_a_crafted_saved_walk_is_inert(tmp_path, capsys):
 def test_probe_results_and_cluster_answers_are_inert():
     from trainmedic.cluster.aggregate import aggregate
     from trainmedic.cluster.fanout import FanoutRun, answer_from_output
-    from trainmedic.cluster.render import render_text
+    from trainmedic.commands.probe_nodes import render_text
     from trainmedic.probes.base import ProbeResult
     from trainmedic.probes.runner import _scrub
 
@@ -147,4 +147,4 @@ def test_probe_results_and_cluster_answers_are_inert():
     result = aggregate(FanoutRun("ssh", ["node1", "node2"], [garbage, ok], [], 1.0))
     shown = render_text(result, all_columns=True, width=200)
     assert "node1" in shown and not leaks(shown), leaks(shown)
-    assert not leaks(json.dumps(result, ensure_ascii=False))
+    assert not leaks(json.dumps(result.to_dict(), ensure_ascii=False))

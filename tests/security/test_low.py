@@ -103,11 +103,11 @@ def test_an_empty_nodes_spec_is_a_usage_error(capsys):
 
 
 def test_a_state_folder_that_cannot_be_listed_is_a_warning(tmp_path, monkeypatch):
-    from trainmedic import state
+    from trainmedic import saved_walks
 
     def refuse(self):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(Path, "is_dir", refuse)
-    walks, skipped = state.list_walks()
+    walks, skipped = saved_walks.list_walks()
     assert walks == [] and "Permission denied" in str(skipped[0])

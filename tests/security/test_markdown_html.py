@@ -85,6 +85,7 @@ def test_a_crafted_tree_exports_an_inert_runbook(tmp_path):
 
 def test_the_incident_report_of_a_crafted_walk_is_inert():
     from trainmedic.export.report import render_report
+    from trainmedic.saved_walks import WalkRecord
 
     session = {"version": 1, "id": ATTACKS[0], "tree": ATTACKS[1], "started": ATTACKS[2],
                "updated": ATTACKS[3], "current": "x", "finished": False,
@@ -97,7 +98,7 @@ def test_the_incident_report_of_a_crafted_walk_is_inert():
                                         "evidence": [{"file": a, "line": 1, "text": a}]}
                                        for a in ATTACKS], "files": ATTACKS},
                "launch_command": ATTACKS[4], "notes": "\n\n".join(ATTACKS)}
-    page = render_report(session, None)
+    page = render_report(WalkRecord.from_dict(session), None)
     html, tokens = render(page)
     raw = [t.content.strip() for t in tokens if t.type in ("html_block", "html_inline")]
     # the report's own <details> blocks are the only other HTML

@@ -103,8 +103,9 @@ def _session(text: str) -> dict:
 @pytest.mark.parametrize(("name", "text", "secret"), SHAPES, ids=IDS)
 def test_incident_report_markdown_and_json(name, text, secret):
     from trainmedic.export.report import build_report, render_report
+    from trainmedic.saved_walks import WalkRecord
 
-    session = _session(text)
+    session = WalkRecord.from_dict(_session(text))
     assert secret not in render_report(session, None)
     assert secret not in json.dumps(build_report(session, None), ensure_ascii=False)
 
@@ -113,17 +114,18 @@ def test_incident_report_markdown_and_json(name, text, secret):
 def test_saved_walk_file(name, text, secret):
     from trainmedic.probes.base import ProbeResult
     from trainmedic.probes.runner import _scrub
-    from trainmedic.state import save_walk
+    from trainmedic.saved_walks import save_walk
     from trainmedic.trees import load_forest
     from trainmedic.triage import triage_text
+    from trainmedic.triage.attachment import TriageAttachment
     from trainmedic.walk import WalkSession
 
     walk = WalkSession(load_forest([]), "oom")
     walk.launch_command = text
     walk.attach_probes([_scrub(ProbeResult(name="env", status="ok", summary="s",
                                            raw=text, facts={"comment": text}))])
-    walk.triage = triage_text(OOM + one_line(text)).to_dict()
-    saved = save_walk(walk.to_dict()).read_text(encoding="utf-8")
+    walk.triage = TriageAttachment.of(triage_text(OOM + one_line(text)))
+    saved = save_walk(walk.record()).read_text(encoding="utf-8")
     assert secret not in saved and secret not in json.loads(saved).__repr__()
 
 

@@ -26,12 +26,11 @@ def export(*args: str) -> int:
 
 @pytest.fixture
 def saved_walk():
-    from trainmedic.state import save_walk
+    from trainmedic.saved_walks import WalkRecord, save_walk
 
-    save_walk({"version": 1, "id": "20260101T000000-disk-full-abcd", "tree": "disk-full",
-               "started": "x", "updated": "y", "current": "disk-full", "finished": False,
-               "steps": [], "stack": [], "probes": [], "triage": None,
-               "launch_command": "torchrun --nnodes 2 train.py", "notes": ""})
+    save_walk(WalkRecord(id="20260101T000000-disk-full-abcd", tree="disk-full",
+                         current="disk-full", started="x", updated="y",
+                         launch_command="torchrun --nnodes 2 train.py"))
 
 
 def report(*args: str) -> int:
@@ -136,19 +135,20 @@ def test_a_full_disk_leaves_the_old_file_whole_and_no_fragment(tmp_path, monkeyp
 
 
 def test_saved_walks_and_the_cluster_store_are_atomic_and_private(tmp_path, monkeypatch):
+    from trainmedic.cluster.result import ClusterResult
     from trainmedic.cluster.store import last_result_path, save_last_result
-    from trainmedic.state import save_walk
+    from trainmedic.saved_walks import WalkRecord, save_walk
 
-    save_last_result({"bad_nodes": [], "n": 1})
+    save_last_result(ClusterResult.from_dict({"node_count": 1}))
     path = last_result_path()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     _fail_after(monkeypatch, "write", 3)
     with pytest.raises(OSError):
-        save_last_result({"bad_nodes": [], "n": 2})
+        save_last_result(ClusterResult.from_dict({"node_count": 2}))
     with pytest.raises(OSError):
-        save_walk({"id": "w1", "steps": []})
+        save_walk(WalkRecord(id="w1", tree="t", current="t"))
     monkeypatch.undo()
-    assert json.loads(path.read_text(encoding="utf-8"))["n"] == 1
+    assert json.loads(path.read_text(encoding="utf-8"))["node_count"] == 1
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
 
 

@@ -5,10 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainmedic.errors import UsageError
 from trainmedic.textsafe import inert_line
+
+if TYPE_CHECKING:
+    from trainmedic.probes.base import ProbeResult
+    from trainmedic.saved_walks import Skipped
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -25,19 +31,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with -o: replace an existing file that trainmedic did not write")
 
 
-def _warn_skipped(skipped) -> None:
+def _warn_skipped(skipped: Iterable[Skipped]) -> None:
     for item in skipped:
         print(f"trainmedic: warning: {inert_line(str(item))}", file=sys.stderr)
 
 
 def _list(as_json: bool) -> int:
-    from trainmedic.state import list_walks
+    from trainmedic.saved_walks import list_walks
 
     walks, skipped = list_walks()
     _warn_skipped(skipped)
-    rows = [{"id": w.id, "tree": str(w.data.get("tree", "")),
-             "updated": str(w.data.get("updated", "")), "finished": bool(w.data.get("finished")),
-             "steps": len(w.data.get("steps") or []), "path": str(w.path)} for w in walks]
+    rows = [{"id": w.id, "tree": w.record.tree, "updated": w.record.updated,
+             "finished": w.record.finished, "steps": len(w.record.steps), "path": str(w.path)}
+            for w in walks]
     if as_json:
         json.dump({"walks": rows, "skipped": [{"path": str(s.path), "reason": s.reason}
                                               for s in skipped]}, sys.stdout, indent=2)
@@ -55,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list(args.json)
     from trainmedic.export.report import build_report, render_report
-    from trainmedic.state import find_walk
+    from trainmedic.saved_walks import find_walk
     from trainmedic.trees import load_forest
 
     saved, skipped = find_walk(args.session)
@@ -69,18 +75,18 @@ def run(args: argparse.Namespace) -> int:
         from trainmedic.export.repoinfo import repo_info
 
         repo = repo_info(args.repo)
-    fresh = None
-    if args.probe:
+    fresh: list[ProbeResult] = []
+    if args.probe:  # with what the walk knows: its launch command, for the memory estimate
         from trainmedic.probes.runner import run_probes
 
-        fresh = run_probes(None)
+        fresh = run_probes(None, saved.record.probe_context())
     forest = load_forest(args.trees)  # a report must work even while some tree has errors
     if args.json:
         data = {"generated_by": "trainmedic report",
-                **build_report(saved.data, forest, repo=repo, fresh_probes=fresh)}
+                **build_report(saved.record, forest, repo=repo, fresh_probes=fresh)}
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     else:
-        text = render_report(saved.data, forest, repo=repo, fresh_probes=fresh)
+        text = render_report(saved.record, forest, repo=repo, fresh_probes=fresh)
     if args.output:
         from trainmedic.safefile import write_output
 

@@ -14,8 +14,8 @@ from trainmedic.trees import Fix, Forest, Question, Text, Tree, builtin_tree_dir
 def text(value: Text | str | None) -> object:
     if value is None:
         return None
-    translations = getattr(value, "translations", {}) or {}
-    if translations:
+    if isinstance(value, Text) and value.translations:
+        translations = value.translations
         return {"en": str(value), **{k: translations[k] for k in sorted(translations)}}
     return str(value)
 
@@ -65,7 +65,10 @@ def _node(forest: Forest, tree: Tree, node: Question | Fix) -> dict:
     return {
         "id": node.id, "kind": "fix", "line": node.src.line,
         "fix": text(node.fix), "why": text(node.why),
-        "steps": [{"do": text(s.do), "code": s.code, "lang": s.lang, "line": s.src.line}
+        "steps": [{"do": text(s.do), "code": s.code, "lang": s.lang, "line": s.src.line,
+                   "danger": ({"kind": s.danger.kind, "effect": text(s.danger.effect)}
+                              if s.danger else None),
+                   "needs": list(s.needs)}
                   for s in node.steps],
         "verify": text(node.verify), "myth": text(node.myth),
         "refs": [{"title": text(r.title), "url": r.url, "line": r.src.line} for r in node.refs],

@@ -16,6 +16,7 @@ from trainmedic.export.escalation import escalation_lines
 from trainmedic.export.mermaid import diagram_ids, tree_diagram
 from trainmedic.redact import redact_text
 from trainmedic.trees import Fix, Forest, Question, Tree
+from trainmedic.trees.danger import mark_line
 
 FIXED_HEADINGS = ("Flowchart", "Questions", "Fixes", "Escalation: when no fix helped")
 _BACKTICKS = re.compile(r"`+")
@@ -219,11 +220,11 @@ def tree_markdown(forest: Forest, tree: Tree) -> str:
         f"## {FIXED_HEADINGS[1]}",
         "",
     ]
-    for node in tree.questions():
-        out += _question(forest, tree, node, numbers[node.id], anchors, all_numbers)
+    for question in tree.questions():
+        out += _question(forest, tree, question, numbers[question.id], anchors, all_numbers)
     out += [f"## {FIXED_HEADINGS[2]}", ""]
-    for node in tree.fixes():
-        out += _fix(node, numbers[node.id], anchors[tree.id][node.id])
+    for fix in tree.fixes():
+        out += _fix(fix, numbers[fix.id], anchors[tree.id][fix.id])
     out += [f"## {FIXED_HEADINGS[3]}", "", *escalation_lines(tree.id)]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -260,6 +261,9 @@ def _fix(node: Fix, number: str, anchor: str) -> list[str]:
         body = prose(step.do).splitlines() or [""]
         out.append(lead + body[0])
         out += indent(body[1:], " " * len(lead))
+        mark = mark_line(step.danger, step.needs)
+        if mark:
+            out += ["", " " * len(lead) + f"> **{prose(mark)}**"]
         if step.code:
             out.append("")
             out += indent(fence(step.code, step.lang or "bash"), " " * len(lead))

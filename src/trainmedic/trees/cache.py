@@ -20,17 +20,13 @@ import stat
 import tempfile
 from pathlib import Path
 
+from trainmedic.state import tree_cache_dir
 from trainmedic.trees.loader import load_tree_file
 from trainmedic.trees.model import Tree
 from trainmedic.trees.problems import Problem
 
 _FORMAT = 1
 _CODE = ("model.py", "loader.py", "spec.py", "yamlsafe.py", "problems.py", "cache.py")
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "trainmedic" / "trees"
 
 
 def _code_stamp() -> tuple[int, ...]:
@@ -47,7 +43,7 @@ def load_cached(path: Path, shown: str) -> tuple[Tree | None, list[Problem]]:
         key = (_FORMAT, _code_stamp(), real, shown, info.st_mtime_ns, info.st_size)
     except OSError:
         return load_tree_file(path, shown)
-    entry = cache_dir() / (hashlib.sha1(f"{real}\0{shown}".encode()).hexdigest() + ".pickle")
+    entry = tree_cache_dir() / (hashlib.sha1(f"{real}\0{shown}".encode()).hexdigest() + ".pickle")
     try:
         if _private(entry.parent.parent) and _private(entry.parent):
             fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from trainmedic.trees.danger import check_danger
 from trainmedic.trees.forest import Forest, Ref
 from trainmedic.trees.model import Question, Rule
 from trainmedic.trees.problems import Problem
@@ -143,12 +144,14 @@ def _rule_problem(rule: Rule, declared: dict[str, dict[str, str]]) -> str | None
     return None
 
 
-def lint_forest(forest: Forest, declared: dict[str, dict[str, str]] | None = None) -> list[Problem]:
-    """Every problem in the forest, loader problems included, sorted by file and line."""
-    if declared is None:
-        from trainmedic.probes.registry import declared_facts
+def lint_forest(forest: Forest, declared: dict[str, dict[str, str]], *,
+                apis: bool = True) -> list[Problem]:
+    """Every problem in the forest, loader problems included, sorted by file and line.
 
-        declared = declared_facts()
+    `declared` is every probe's facts with their types (`probes.registry.declared_facts()`):
+    passed in, so the model never reaches up into the probes. `apis`: also check flags and
+    environment variables against the shipped API lists.
+    """
     from trainmedic.trees.forest import gc_paused
 
     problems = list(forest.problems)
@@ -158,8 +161,14 @@ def lint_forest(forest: Forest, declared: dict[str, dict[str, str]] | None = Non
     problems += check_graph(forest, graph)
     problems += check_fixes(forest)
     problems += check_rules(forest, declared)
+    problems += check_danger(forest)
+    if apis:
+        from trainmedic.trees.apicheck import check_apis
+
+        problems += check_apis(forest)
     return sorted(set(problems))
 
 
 def only_files(problems: Iterable[Problem], files: set[str]) -> list[Problem]:
+    """The problems reported in `files` (as the loader shows paths)."""
     return [p for p in problems if p.file in files]

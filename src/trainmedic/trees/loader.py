@@ -13,6 +13,7 @@ from typing import Any
 from trainmedic.trees import spec
 from trainmedic.trees.model import (
     Answer,
+    Danger,
     Fix,
     Node,
     Question,
@@ -20,6 +21,7 @@ from trainmedic.trees.model import (
     Rule,
     Source,
     Step,
+    Target,
     Text,
     Tree,
 )
@@ -159,6 +161,43 @@ class _Builder:
                 rules.append(rule)
         return rules
 
+    def danger(self, step: LMap, step_what: str) -> Danger | None:
+        """`danger: {kind, effect}`: what a disruptive command does, in one line."""
+        if "danger" not in step:
+            return None
+        data, line = step["danger"], self.line_of(step, "danger")
+        what = f"the danger mark of {step_what}"
+        if not isinstance(data, LMap):
+            self.error(line, f"'danger' of {step_what} must be a mapping like "
+                             f"{{kind: reboot, effect: ...}}, not {_type_name(data)}")
+            return None
+        self.check_keys(data, spec.DANGER_KEYS, what)
+        kind = data.get("kind")
+        if "kind" in data and kind not in spec.DANGER_KINDS:
+            close = difflib.get_close_matches(str(kind), list(spec.DANGER_KINDS), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            self.error(self.line_of(data, "kind"), f"'kind' of {what} is {kind!r}{hint}; "
+                                                   f"one of: {', '.join(spec.DANGER_KINDS)}")
+            return None
+        effect = self.text(data, "effect", what)
+        if effect is not None and "\n" in effect:
+            self.warning(self.line_of(data, "effect"), f"'effect' of {what} should be one line")
+        if not isinstance(kind, str) or effect is None:
+            return None
+        return Danger(kind, effect, Source(self.file, line))
+
+    def needs(self, step: LMap, step_what: str) -> list[str]:
+        """`needs: root` or `needs: [root, drained-node]`, each one of `spec.NEEDS`."""
+        needs = self.strings(step, "needs", step_what)
+        known = [n for n in needs if n in spec.NEEDS]
+        for need in needs:
+            if need not in spec.NEEDS:
+                close = difflib.get_close_matches(need, list(spec.NEEDS), n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                self.error(self.line_of(step, "needs"), f"'needs' of {step_what} names "
+                           f"{need!r}{hint}; one of: {', '.join(spec.NEEDS)}")
+        return list(dict.fromkeys(known))
+
     def answer(self, data: LMap, line: int, node_id: str) -> Answer | None:
         what = f"an answer of node '{node_id}'"
         self.check_keys(data, spec.ANSWER_KEYS, what)
@@ -224,9 +263,17 @@ class _Builder:
             if code is not None and not code.strip():
                 self.error(self.line_of(item, "code"), f"'code' of {step_what} is empty")
                 code = None
+            danger = self.danger(item, step_what)
+            needs = self.needs(item, step_what)
+            if (danger or needs) and code is None and "code" not in item:
+                key = "danger" if danger else "needs"
+                self.warning(self.line_of(item, key),
+                             f"'{key}' of {step_what} marks a step that has no 'code'")
             if do is not None:
                 steps.append(Step(do, code.rstrip("\n") if code else None, lang,
-                                  Source(self.file, line)))
+                                  Source(self.file, line), danger, needs,
+                                  targets=self.targets(item, step_what),
+                                  code_line=item.value_lines.get("code", 0)))
         refs = []
         for item, line in self.items(data, "refs", what):
             self.check_keys(item, spec.REF_KEYS, f"a reference of fix '{node_id}'")
@@ -244,7 +291,38 @@ class _Builder:
             refs=refs,
             source=self.strings(data, "source", what),
             src=Source(self.file, node_line),
+            targets=self.targets(data, what),
         )
+
+    def targets(self, data: LMap, what: str) -> Target | None:
+        """`targets: megatron-lm` or `targets: {framework: megatron-lm, versions: ">=0.12"}`."""
+        if "targets" not in data:
+            return None
+        value, line = data["targets"], self.line_of(data, "targets")
+        if isinstance(value, str):
+            value = {"framework": value}
+        elif isinstance(value, LMap):
+            keys = (spec.Key("framework", "string", True, ""),
+                    spec.Key("versions", "string", False, ""))
+            self.check_keys(value, keys, f"'targets' of {what}")
+        else:
+            self.error(line, f"'targets' of {what} must be {spec.KINDS['targets']}")
+            return None
+        framework, versions = value.get("framework"), value.get("versions")
+        if framework is None:
+            return None
+        if framework not in spec.FRAMEWORKS:
+            close = difflib.get_close_matches(str(framework), spec.FRAMEWORKS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            self.error(line, f"unknown framework '{framework}' in 'targets' of {what}{hint}; "
+                             f"known: {', '.join(spec.FRAMEWORKS)}")
+            return None
+        if versions is not None and (not isinstance(versions, str)
+                                     or not spec.VERSIONS_RE.match(versions)):
+            self.error(line, f"cannot read versions {versions!r} in 'targets' of {what}: write "
+                             "e.g. '>=0.12', '0.10-0.15' or '>=2.21,<2.24'")
+            versions = None
+        return Target(framework, versions)
 
     def node(self, node_id: str, data: Any, line: int) -> Node | None:
         if not spec.ID_RE.match(node_id):
@@ -255,7 +333,7 @@ class _Builder:
         if "question" in data and "fix" in data:
             self.error(line, f"node '{node_id}' has both 'question' and 'fix'; it must be one")
             data = LMap({k: v for k, v in data.items() if k != "fix"})
-            data.line, data.key_lines = line, {}
+            data.line, data.key_lines, data.value_lines = line, {}, {}
         if "question" in data:
             return self.question(node_id, data, line)
         if "fix" in data:
@@ -327,6 +405,7 @@ def parse_rule(entry: Any, src: Source) -> Rule | str:
     if not match:
         return (f"cannot read rule {entry!r}: write 'probe.fact OP value' with OP one of "
                 f"{' '.join(spec.OPS)}")
+    # RULE_RE matches only the operators of spec.OPS, which are the values of the Op type
     return Rule(match["fact"], match["op"], _parse_value(match["value"]), src)  # type: ignore[arg-type]
 
 

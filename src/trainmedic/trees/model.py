@@ -23,8 +23,8 @@ class Source:
 class Text(str):
     """English text that may carry translations (`{en: ..., zh: ...}` in YAML).
 
-    It *is* the English string, so every consumer can treat it as `str`; `in_language`
-    picks a translation where one exists.
+    It *is* the English string, so every consumer can treat it as `str`; the JSON export keeps
+    the `translations` (no front end shows them yet).
     """
 
     translations: dict[str, str]
@@ -33,9 +33,6 @@ class Text(str):
         obj = super().__new__(cls, value)
         obj.translations = dict(translations or {})
         return obj
-
-    def in_language(self, lang: str) -> str:
-        return self.translations.get(lang, str(self))
 
 
 Op = Literal["==", "!=", "<", "<=", ">", ">=", "contains"]
@@ -98,12 +95,40 @@ class Question:
         return list(seen)
 
 
+@dataclass(frozen=True)
+class Danger:
+    """A disruptive command's mark: what it does (`kind`, see `spec.DANGER_KINDS`) and to whom."""
+
+    kind: str
+    effect: Text
+    src: Source = Source("", 0)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The framework (and version range) a fix or step is written for: lint checks its flags
+    against that framework's list, for those versions."""
+
+    framework: str
+    versions: str | None = None  # e.g. ">=0.12", "0.10-0.15"; None: the list's default range
+
+
 @dataclass
 class Step:
     do: Text
     code: str | None = None
     lang: str = "bash"
     src: Source = Source("", 0)
+    danger: Danger | None = None
+    needs: list[str] = field(default_factory=list)  # spec.NEEDS: root, slurm-operator, ...
+
+    targets: Target | None = None
+    code_line: int = 0  # line of the first line of `code`, so lint can point into it
+
+    @property
+    def marked(self) -> bool:
+        """True when the step warns before its command (a danger or a privilege it needs)."""
+        return self.danger is not None or bool(self.needs)
 
 
 @dataclass
@@ -125,6 +150,7 @@ class Fix:
     source: list[str] = field(default_factory=list)
     src: Source = Source("", 0)
     kind: Literal["fix"] = "fix"
+    targets: Target | None = None
 
     @property
     def title(self) -> Text:

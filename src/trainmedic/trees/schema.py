@@ -17,6 +17,14 @@ def _kind(kind: str) -> dict[str, Any]:
          "description": "translations by language code; 'en' is required"},
     ]}
     rule = {"type": "string", "pattern": spec.RULE_RE.pattern}
+    need = {"enum": list(spec.NEEDS)}
+    framework = {"enum": list(spec.FRAMEWORKS)}
+    targets = {"oneOf": [framework, {
+        "type": "object", "required": ["framework"], "additionalProperties": False,
+        "properties": {
+            "framework": {**framework, "description": spec.TARGET_KEYS_DOC["framework"]},
+            "versions": {"type": "string", "pattern": spec.VERSIONS_RE.pattern,
+                         "description": spec.TARGET_KEYS_DOC["versions"]}}}]}
     table: dict[str, dict[str, Any]] = {
         "id": {"type": "string", "pattern": spec.ID_RE.pattern},
         "text": text,
@@ -28,6 +36,11 @@ def _kind(kind: str) -> dict[str, Any]:
         "answers": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/answer"}},
         "steps": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/step"}},
         "refs": {"type": "array", "items": {"$ref": "#/$defs/ref"}},
+        "danger": {"$ref": "#/$defs/danger"},
+        "danger-kind": {"enum": list(spec.DANGER_KINDS)},
+        "needs": {"oneOf": [need, {"type": "array", "items": need, "minItems": 1,
+                                   "uniqueItems": True}]},
+        "targets": targets,
         "nodes": {
             "type": "object", "minProperties": 1,
             "propertyNames": {"pattern": spec.ID_RE.pattern},
@@ -60,6 +73,7 @@ def tree_schema() -> dict[str, Any]:
             "fix": _object(spec.FIX_KEYS, "A fix node."),
             "answer": _object(spec.ANSWER_KEYS, "One answer of a question."),
             "step": _object(spec.STEP_KEYS, "One step of a fix."),
+            "danger": _object(spec.DANGER_KEYS, "What a disruptive command does, and to whom."),
             "ref": _object(spec.REF_KEYS, "A reference."),
         },
     }

@@ -1,8 +1,8 @@
 """The tree format's keys, in one place.
 
 The loader validates YAML against these tables and `schema.py` turns the same tables into the
-JSON Schema that ships with the package, so the documentation, the editor schema and the loader
-cannot drift apart.
+JSON Schema that ships with the package; a test holds the key table of docs/tree-format.md to
+them, so the documentation, the editor schema and the loader cannot drift apart.
 """
 
 from __future__ import annotations
@@ -20,6 +20,42 @@ RULE_RE = re.compile(
     r"(?P<op>==|!=|<=|>=|<|>|contains)\s*(?P<value>\S.*?)\s*$"
 )
 MAX_ANSWERS = 9  # number keys 1-9 in the app
+# A value the reader must fill in before running a command: `<GPU_INDEX>`, `<NODE>`, `<WATTS>`.
+# Upper-case so it cannot be mistaken for a real argument; a shell refuses to run it unfilled.
+PLACEHOLDER_RE = re.compile(r"<[A-Z][A-Z0-9_]*>")
+
+# What a `danger:` mark can say a step does (kind -> what it means), and what a step `needs:`.
+DANGER_KINDS = {
+    "reboot": "reboots or powers off the node",
+    "gpu-reset": "resets one or more GPUs",
+    "power-limit": "changes a GPU's power limit",
+    "kernel-module": "loads, unloads or rebuilds kernel modules (modprobe -r, rmmod, dkms)",
+    "sysctl": "changes a kernel setting for the whole node",
+    "firewall": "changes the node's firewall",
+    "service-restart": "starts, stops or restarts a system service",
+    "node-state": "drains, resumes or downs a node in the scheduler",
+    "kill": "ends processes",
+    "force-reinstall": "reinstalls packages over an existing environment",
+    "delete-data": "deletes files that cannot be recovered",
+    "stress-test": "runs a long stress test that takes the GPUs for itself",
+}
+NEEDS = {
+    "root": "root on the node",
+    "slurm-operator": "a Slurm operator or admin",
+    "drained-node": "a node drained of other jobs",
+    "idle-gpus": "GPUs with no process on them",
+}
+
+# -- targets: the framework (and versions) a fix or step is written for ----------------------
+# Lint checks flags against the list of the named framework; see trees/apicheck.py.
+FRAMEWORKS = ("megatron-lm", "megatron-deepspeed", "deepspeed", "hf-transformers",
+              "hf-accelerate", "pytorch", "torchtitan", "nccl", "transformer-engine", "slurm")
+_VERSION = r"\d+(?:\.\d+){0,2}"
+_VERSION_ITEM = rf"\s*(?:{_VERSION}\s*-\s*{_VERSION}|(?:>=|<=|==|>|<)?\s*{_VERSION})\s*"
+# ">=0.12", "0.10-0.15", "<0.16", "0.13", or several joined by commas (all must hold)
+VERSIONS_RE = re.compile(rf"^{_VERSION_ITEM}(?:,{_VERSION_ITEM})*$")
+TARGET_KEYS_DOC = {"framework": "one of " + ", ".join(FRAMEWORKS),
+                   "versions": "version range, e.g. '>=0.12', '0.10-0.15', '<2.24'"}
 
 
 @dataclass(frozen=True)
@@ -42,6 +78,10 @@ KINDS = {
     "steps": "list of steps",
     "refs": "list of references",
     "nodes": "mapping of node id to node",
+    "danger": "a mapping {kind, effect}",
+    "danger-kind": "what the command does: " + ", ".join(DANGER_KINDS),
+    "needs": "one of, or a list of: " + ", ".join(NEEDS),
+    "targets": "a framework name, or {framework, versions}",
 }
 
 TREE_KEYS = (
@@ -68,6 +108,8 @@ FIX_KEYS = (
     Key("myth", "text", False, "A widespread but wrong remedy, named and corrected."),
     Key("refs", "refs", False, "References: documentation, issues, source files."),
     Key("source", "strings", False, "Where the knowledge came from (seed section, document)."),
+    Key("targets", "targets", False, "Framework and versions the fix is for (lint checks its "
+        "flags against that framework's list)."),
 )
 
 ANSWER_KEYS = (
@@ -81,6 +123,17 @@ STEP_KEYS = (
     Key("do", "text", True, "What to do, in one or two sentences."),
     Key("code", "string", False, "The exact command, flags, environment or code to paste."),
     Key("lang", "lang", False, "Language of `code` (default bash)."),
+    Key("danger", "danger", False,
+        "Marks a destructive or disruptive command: what it does and its consequence."),
+    Key("needs", "needs", False,
+        "What running the step takes: root, slurm-operator, drained-node, idle-gpus."),
+    Key("targets", "targets", False, "Framework and versions of this step, when it differs "
+        "from the fix's."),
+)
+
+DANGER_KEYS = (
+    Key("kind", "danger-kind", True, "What the command does (reboot, gpu-reset, kill, ...)."),
+    Key("effect", "text", True, "One line: what it does to the node, to other jobs or users."),
 )
 
 REF_KEYS = (
@@ -94,5 +147,6 @@ OBJECTS: dict[str, tuple[Key, ...]] = {
     "fix": FIX_KEYS,
     "answer": ANSWER_KEYS,
     "step": STEP_KEYS,
+    "danger": DANGER_KEYS,
     "ref": REF_KEYS,
 }

@@ -31,10 +31,12 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
 
 
 class LMap(dict):
-    """A mapping with the line of the mapping itself and of each key."""
+    """A mapping with the line of the mapping itself, of each key, and of the first line of
+    each scalar value's text (a block scalar `|`/`>` starts on the line after its key)."""
 
     line: int
     key_lines: dict[str, int]
+    value_lines: dict[str, int]
 
 
 class LList(list):
@@ -67,6 +69,7 @@ def _convert(node: yaml.Node, seen: set[int], controls: list[int] | None = None)
         out = LMap()
         out.line = line
         out.key_lines = {}
+        out.value_lines = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise YamlError(key_node.start_mark.line + 1, "merge keys (<<) are not supported")
@@ -80,6 +83,9 @@ def _convert(node: yaml.Node, seen: set[int], controls: list[int] | None = None)
                 )
             out[key] = _convert(value_node, seen, controls)
             out.key_lines[key] = key_line
+            if isinstance(value_node, yaml.ScalarNode):
+                block = value_node.style in ("|", ">")
+                out.value_lines[key] = value_node.start_mark.line + 1 + block
         return out
     if isinstance(node, yaml.SequenceNode):
         items = LList()
@@ -113,7 +119,7 @@ def _first_alias_line(text: str) -> int | None:
     """The line of the first alias, so the error points at `*name`, not at its anchor."""
     try:
         for event in yaml.parse(text, Loader=_Loader):
-            if isinstance(event, yaml.AliasEvent):
+            if isinstance(event, yaml.AliasEvent) and event.start_mark is not None:
                 return event.start_mark.line + 1
     except yaml.YAMLError:
         return None

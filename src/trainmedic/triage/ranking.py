@@ -50,8 +50,7 @@ def _merge_same_node(findings: list[Finding]) -> list[Finding]:
 
 def _sort_key(f: Finding) -> tuple:
     t = f.first_time
-    order = f.details.get("_order", (1 << 30, 0))
-    return (KIND_ORDER.get(f.kind, 3), t is None, t or datetime.min, -_weight(f), order)
+    return (KIND_ORDER.get(f.kind, 3), t is None, t or datetime.min, -_weight(f), f.first_order)
 
 
 def _weight(f: Finding) -> float:
@@ -104,7 +103,6 @@ def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
         summary = f"{_who(ranks)}: {summary}"
     if hit.count > 1:
         summary += f" ({hit.count} lines)"
-    details["_order"] = hit.first_order
     if hit.time_inferred:
         details["time_inferred"] = True
     if hit.first_time is not None and not hit.time_has_year and year is None:
@@ -113,6 +111,7 @@ def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
         signature=sig.id, tree=sig.tree, node=hit.node, confidence=confidence,
         summary=summary, kind=sig.kind, count=hit.count, ranks=ranks,
         first_time=_time(hit, year), evidence=_evidence(hit), details=details,
+        first_order=hit.first_order,
     )
 
 

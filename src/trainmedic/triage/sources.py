@@ -26,7 +26,7 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from trainmedic.errors import UsageError
 
@@ -116,6 +116,7 @@ def _open(source: Source) -> BinaryIO:
         return sys.stdin.buffer
     try:
         if source.gz:
+            # a bounded GzipFile reads bytes as a BinaryIO does; typeshed does not declare it one
             return _BoundedGzip(source.path, source.name)  # type: ignore[return-value]
         return open(source.path, "rb")
     except OSError as exc:
@@ -132,7 +133,7 @@ class _CountingReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+    def readinto(self, buffer: Any) -> int:  # Any: typeshed's WriteableBuffer is private
         data = self.raw.read(len(buffer))
         buffer[: len(data)] = data
         self.count += len(data)
@@ -353,7 +354,7 @@ def grep_candidates(
                 line = raw[colon + 1 :]
             partial = not raw.endswith(b"\n")
             yield lineno, line if partial else line[:-1]
-        err = proc.stderr.read() if proc.stderr else b""
+        err = proc.stderr.read() if proc.stderr is not None else b""
         code = proc.wait()
     finally:
         timer.cancel()
@@ -362,9 +363,9 @@ def grep_candidates(
             proc.wait()
         if feeder is not None:
             feeder.join(timeout=5)
-        if proc.stdout:
+        if proc.stdout is not None:
             proc.stdout.close()
-        if proc.stderr:
+        if proc.stderr is not None:
             proc.stderr.close()
     if feed_errors:
         if isinstance(feed_errors[0], InputCut):
