@@ -22,6 +22,7 @@ def _finish(scanner) -> TriageReport:
         ranks=scanner.ranks.to_dict(scanner.known_ranks),
         files=scanner.files,
         candidate_lines=scanner.candidate_lines,
+        notes=list(scanner.notes),
     )
 
 

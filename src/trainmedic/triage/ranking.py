@@ -298,7 +298,7 @@ def _rank_findings(scanner: Scanner, year: int | None) -> list[Finding]:
             summary=v.summary, kind=sig.kind, count=len(v.ranks),
             # derived from the symptoms' lines: no time of its own, so a timed cause stays first
             ranks=v.ranks, first_time=None,
-            evidence=[Evidence(f, line, scanner.redact(text)[:2000], None)
+            evidence=[Evidence(f, line, scanner.redact(text), None)
                       for f, line, text in v.evidence],
             details={"verdict": v.kind},
         ))

@@ -12,14 +12,17 @@ in blocks by the loss package's fast reader while grep looks for the signature n
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 from typing import BinaryIO
 
 from trainmedic.errors import UsageError
 from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert, inert_line
 from trainmedic.triage import lineinfo
 from trainmedic.triage.loss import LossTracker
 from trainmedic.triage.rank_compare import RankCompare
@@ -32,6 +35,7 @@ from trainmedic.triage.signatures import (
     side_needles,
 )
 from trainmedic.triage.sources import (
+    InputCut,
     Source,
     grep_available,
     grep_candidates,
@@ -45,6 +49,10 @@ _MEGATRON_LINE = re.compile(rb"\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?(?:loss|sk
 
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
+# Longer lines (a base64 payload, a JSON record with a dump inside) keep their head, the part
+# around the first failure signature and their tail; every regex after that sees at most this.
+LINE_CAP = 8192
+EVIDENCE_CAP = 2000
 # Xid code -> the hardware tree's node for it (NVIDIA's Xid catalogue, research §3f); codes
 # not listed stay at the `xid` question.
 XID_NODES: dict[int, str] = {
@@ -78,6 +86,28 @@ def _mib(groups: tuple[str | None, ...]) -> float | None:
     if len(vals) < 2:
         return None
     return round(float(vals[0]) * _UNITS[vals[1]], 2)
+
+
+def shorten(text: str, limit: int, focus: int | None = None) -> str:
+    """`text` cut to about `limit` characters: its head, `focus` (an index) with some context,
+    and its tail, each cut said in place (`…[1234 characters cut]…`)."""
+    if len(text) <= limit:
+        return text
+    n = len(text)
+    head, tail = limit // 4, limit // 8
+    spans = [(0, head)]
+    if focus is not None and head < focus < n - tail:
+        start = max(head, focus - limit // 4)
+        spans.append((start, min(n - tail, start + limit // 2)))
+    else:
+        spans[0] = (0, limit - tail)
+    spans.append((n - tail, n))
+    out = [text[spans[0][0] : spans[0][1]]]
+    for (_, prev_end), (start, end) in pairwise(spans):
+        if start > prev_end:
+            out.append(f" \u2026[{start - prev_end} characters cut]\u2026 ")
+        out.append(text[max(start, prev_end) : end])
+    return "".join(out)
 
 
 @dataclass
@@ -116,12 +146,17 @@ class Scanner:
         self.known_ranks: set[int] = set()
         self.candidate_lines = 0
         self.files: list[str] = []
-        self.redact = redact_text
+        self.notes: list[str] = []  # sources read only in part, and why
+        self.redact = self.evidence_text
         self._started_in_source = False
         self._progress_in_source = False
 
     # ---- driving -------------------------------------------------------------------------
     def scan(self, source: Source) -> None:
+        # A file name is shown as it is; a hostile one must not carry escape sequences.
+        name = inert_line(source.name)
+        if name != source.name:
+            source = dataclasses.replace(source, name=name)
         self.loss.begin(source.name)
         kind, megatron = self._sniff(source)
         if kind is not None:
@@ -185,7 +220,7 @@ class Scanner:
         grep = grep_available() if self.use_grep else None
         lines = (grep_candidates(None, self.needles, grep, stream=stream) if grep
                  else python_candidates(stream, self._combined_b))
-        self._scan(Source(name=name), lines)
+        self._scan(Source(name=inert_line(name)), lines)
 
     def _scan(self, source: Source, lines: Iterator[tuple[int, bytes]]) -> None:
         idx, recent = self._begin(source)
@@ -198,15 +233,30 @@ class Scanner:
         self._started_in_source = self._progress_in_source = False
         return len(self.files) - 1, []  # the last few candidate lines of this source
 
+    def evidence_text(self, text: str) -> str:
+        """A log line as evidence: secrets redacted (before any cut, so no half secret is
+        left), cut to EVIDENCE_CAP around its signature, control characters made visible."""
+        text = redact_text(text)
+        if len(text) > EVIDENCE_CAP:
+            found = self._combined_s.search(text)
+            text = shorten(text, EVIDENCE_CAP, found.start() if found else None)
+        return inert(text)
+
     def _scan_lines(self, source: Source, idx: int, lines: Iterator[tuple[int, bytes]],
                     recent: list[str]) -> None:
-        for lineno, raw in lines:
-            self._raw_line(raw.decode("utf-8", "replace"), source, idx, lineno, recent)
+        try:
+            for lineno, raw in lines:
+                self._raw_line(raw.decode("utf-8", "replace"), source, idx, lineno, recent)
+        except InputCut as cut:
+            self.notes.append(inert_line(str(cut)))
 
     def _raw_line(self, text: str, source: Source, idx: int, lineno: int, recent: list[str],
                   *, loss: bool = True) -> None:
         self.candidate_lines += 1
         for seg in lineinfo.segments(text):
+            if len(seg) > LINE_CAP:  # keep head, the part around a signature, and tail
+                found = self._combined_s.search(seg)
+                seg = shorten(seg, LINE_CAP, found.start() if found else None)
             self._line(lineinfo.clean(seg), source, idx, lineno, recent, loss=loss)
 
     def _line(self, text: str, source: Source, idx: int, lineno: int, last_time: list,
@@ -265,7 +315,7 @@ class Scanner:
             code = int(m.group(2)) if m else None
             node = XID_NODES.get(code, node) if code is not None else node
             details = {"codes": [code] if code is not None else [],
-                       "pci": [m.group(1)] if m else []}
+                       "pci": [inert_line(m.group(1)[:64])] if m else []}
         elif sig.id == "lagging-ranks":
             # fr_trace "missing ranks: {1, 3}" / desync report "ranks [2, 5] are the lagging ranks"
             m = _NAMED_RANKS.search(text)
@@ -300,10 +350,10 @@ class Scanner:
         order = (idx, lineno)
         hit.first_order = min(hit.first_order, order)
         if len(hit.evidence) < MAX_EVIDENCE:
-            hit.evidence.append((source.name, lineno, self.redact(text.strip())[:2000], rank))
+            hit.evidence.append((source.name, lineno, self.redact(text.strip()), rank))
         elif rank is not None and all(e[3] != rank for e in hit.evidence) and len(hit.ranks) <= 2:
             # keep one line of a second rank so the evidence shows who else saw it
-            hit.evidence[-1] = (source.name, lineno, self.redact(text.strip())[:2000], rank)
+            hit.evidence[-1] = (source.name, lineno, self.redact(text.strip()), rank)
 
 
 def _open_plain(source: Source):
