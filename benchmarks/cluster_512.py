@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from trainmedic.cluster.aggregate import aggregate  # noqa: E402
 from trainmedic.cluster.fanout import FanoutRun, parse_srun_output  # noqa: E402
-from trainmedic.cluster.render import render_text  # noqa: E402
+from trainmedic.commands.probe_nodes import render_text  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "fixtures" / "cluster" / "healthy-node.json"
 REPEATS = 5
@@ -70,7 +70,7 @@ def measure(count: int, base: dict) -> tuple[float, float, int]:
     render_text(result, width=80)
     _current, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return best, peak / 2**20, len(result["bad_nodes"])
+    return best, peak / 2**20, len(result.bad_nodes)
 
 
 def main() -> int:

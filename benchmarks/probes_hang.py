@@ -14,7 +14,7 @@ import threading
 import time
 from pathlib import Path
 
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import Budget, ProbeContext, ProbeResult
 from trainmedic.probes.registry import ProbeSpec
 from trainmedic.probes.runner import run_specs
 from trainmedic.probes.subproc import run_cmd
@@ -24,7 +24,7 @@ NEVER = threading.Event()
 
 
 def quick(i: int) -> ProbeSpec:
-    def probe(budget: Budget) -> ProbeResult:
+    def probe(budget: Budget, _context: ProbeContext) -> ProbeResult:
         res = run_cmd(["hangbench-quick"], budget.remaining())
         return ProbeResult(f"quick{i}", "ok" if res.ok else "fail", res.stdout.strip())
 
@@ -32,7 +32,7 @@ def quick(i: int) -> ProbeSpec:
 
 
 def hanging_program(i: int) -> ProbeSpec:
-    def probe(budget: Budget) -> ProbeResult:
+    def probe(budget: Budget, _context: ProbeContext) -> ProbeResult:
         res = run_cmd(["hangbench-sleep"], budget.remaining())
         return ProbeResult(f"hang{i}", "unavailable", res.error)
 
@@ -40,7 +40,7 @@ def hanging_program(i: int) -> ProbeSpec:
 
 
 def stuck_thread(i: int) -> ProbeSpec:
-    def probe(budget: Budget) -> ProbeResult:
+    def probe(budget: Budget, _context: ProbeContext) -> ProbeResult:
         NEVER.wait()  # ignores its budget entirely
         return ProbeResult(f"stuck{i}", "ok", "never")
 

@@ -35,7 +35,7 @@ Minimal().run(headless=True)
 TRAINMEDIC = """
 import sys
 from trainmedic.tui.app import TrainmedicApp
-from trainmedic.tui.launch import build_home_app
+from trainmedic.tui.start import build_home_app
 
 class Timed(TrainmedicApp):
     def on_ready(self):

@@ -24,7 +24,7 @@ PASTED_ERROR = (
 )
 
 
-def stub_probes(names):
+def stub_probes(names, _context=None):
     """What a busy node might report: a second process on GPU 3, default allocator settings."""
     from trainmedic.probes.base import ProbeResult
 
@@ -73,7 +73,7 @@ def save_stub_cluster_result() -> None:
                     probe["facts"].update(count=1, codes=[79], fatal=True, fallen_off_bus=True)
         answers.append(NodeAnswer(host, "ok", payload, "", 0.8))
     result = aggregate(FanoutRun("srun", hosts, answers, [], 4.2), "slurm")
-    result["time"] = (datetime.now(UTC) - timedelta(minutes=12)).isoformat(timespec="seconds")
+    result.time = (datetime.now(UTC) - timedelta(minutes=12)).isoformat(timespec="seconds")
     save_last_result(result)
 
 

@@ -16,8 +16,3 @@ class TrainmedicError(Exception):
 class UsageError(TrainmedicError):
     """Bad arguments or unreadable input (exit 2)."""
 
-
-class CheckFailed(TrainmedicError):
-    """A check ran and found problems (exit 1)."""
-
-    exit_code = 1

@@ -1,7 +1,8 @@
 """Package attributes that import their module on first use.
 
-`trainmedic.memory` and `trainmedic.cluster` export a few names each, but a command that needs one
-of them (the probe registry declaring cluster facts at every lint, say) must not pay for the rest.
+`trainmedic.trees`, `trainmedic.memory` and `trainmedic.cluster` export a few names each, but a
+caller that needs one of them (the home screen reading a saved walk, which needs the tree model
+but not the YAML loader, say) must not pay for the rest.
 """
 
 from __future__ import annotations

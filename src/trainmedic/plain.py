@@ -7,48 +7,43 @@ output by itself; every piece of tree text is printed as plain `Text`, never as 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 from trainmedic.errors import UsageError
+from trainmedic.saved_walks import WalkRecord
 from trainmedic.trees.danger import mark_line
 from trainmedic.trees.model import Fix, Question
-from trainmedic.walk import WalkSession
+from trainmedic.walk import Saver, WalkSession
 
-Saver = Callable[[dict[str, Any]], object]
-ProbeRunner = Callable[[list[str]], list[Any]]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from trainmedic.probes.runner import ProbeRunner
 
 
-def make_console(file: IO[str]):
+def make_console(file: IO[str]) -> Console:
     from rich.console import Console
 
     return Console(file=file, highlight=False, soft_wrap=True, emoji=False)
 
 
-def load_probe_runner() -> ProbeRunner:
-    """`run_probes`, imported only when a walk is going to suggest answers."""
-    from trainmedic.probes.runner import run_probes
-
-    return run_probes
-
-
-def default_saver(data: dict[str, Any]) -> object:
-    from trainmedic.state import save_walk
+def default_saver(record: WalkRecord) -> object:
+    from trainmedic.saved_walks import save_walk
 
     try:
-        return save_walk(data)
+        return save_walk(record)
     except OSError:  # a read-only home must not end the walk
         return None
 
 
-def print_breadcrumb(console, session: WalkSession) -> None:
+def print_breadcrumb(console: Console, session: WalkSession) -> None:
     from rich.text import Text
 
     crumbs = " › ".join(str(ref) for ref in session.path())
     console.print(Text(crumbs, style="dim"))
 
 
-def print_question(console, session: WalkSession, suggested: int | None,
+def print_question(console: Console, session: WalkSession, suggested: int | None,
                    evidence: list[str]) -> None:
     from rich.text import Text
 
@@ -58,8 +53,8 @@ def print_question(console, session: WalkSession, suggested: int | None,
     print_breadcrumb(console, session)
     console.print(Text(str(question.question), style="bold"))
     if question.help:
-        for line in str(question.help).rstrip().splitlines():
-            console.print(Text("  " + line, style="italic"))
+        for help_line in str(question.help).rstrip().splitlines():
+            console.print(Text("  " + help_line, style="italic"))
     for i, answer in enumerate(question.answers):
         line = Text(f"  {i + 1}. ", style="bold")
         line.append(str(answer.text))
@@ -73,7 +68,7 @@ def print_question(console, session: WalkSession, suggested: int | None,
         console.print(Text(f"     evidence: {item}", style="green"))
 
 
-def print_fix(console, fix: Fix, ref: str) -> None:
+def print_fix(console: Console, fix: Fix, ref: str) -> None:
     """A fix as copyable text: commands are indented, never boxed, so they paste cleanly."""
     from rich.text import Text
 
@@ -95,31 +90,15 @@ def print_fix(console, fix: Fix, ref: str) -> None:
         console.print(Text(f"See: {r.title}" + (f" <{r.url}>" if r.url else "")))
 
 
-def refresh_probes(session: WalkSession, runner: ProbeRunner | None, asked: set[str]) -> None:
-    """Run the probes the current question's rules read, once per walk each."""
-    question = session.question
-    if runner is None or question is None:
-        return
-    wanted = [p for p in question.probes if p not in asked]
-    if not wanted:
-        return
-    asked.update(wanted)
-    try:
-        session.attach_probes(runner(wanted))
-    except Exception:  # a broken probe must never end a walk
-        return
-
-
 def run_plain(session: WalkSession, stdin: IO[str], stdout: IO[str], *,
               probe_runner: ProbeRunner | None = None, save: Saver = default_saver) -> int:
     """Prompt until a fix is accepted, `q`, or end of input; the walk is saved after each step."""
     console = make_console(stdout)
-    asked: set[str] = set()
-    save(session.to_dict())
+    save(session.record())
     while True:
         node = session.node
         if isinstance(node, Question):
-            refresh_probes(session, probe_runner, asked)
+            session.run_due_probes(probe_runner)
             suggested, evidence = session.suggestion()
             print_question(console, session, suggested, evidence)
             back = ", u return" if session.stack else ""
@@ -135,11 +114,11 @@ def run_plain(session: WalkSession, stdin: IO[str], stdout: IO[str], *,
             line = stdin.readline()
             if not line:  # end of input: leave cleanly, the walk is saved
                 stdout.write("\n")
-                save(session.to_dict())
+                save(session.record())
                 return 0
             choice = line.strip().lower()
             if choice in ("q", "quit") or (choice == "" and isinstance(node, Fix)):
-                save(session.to_dict())
+                save(session.record())
                 return 0
             if choice in ("b", "back"):
                 if not session.back():
@@ -157,7 +136,7 @@ def run_plain(session: WalkSession, stdin: IO[str], stdout: IO[str], *,
                 break
             what = f"a number 1-{len(node.answers)}, " if isinstance(node, Question) else ""
             console.print(f"please type {what}b, r or q")
-        save(session.to_dict())
+        save(session.record())
 
 
 def parse_answers(text: str) -> list[int]:
@@ -171,9 +150,12 @@ def parse_answers(text: str) -> list[int]:
 
 
 def run_answers(session: WalkSession, answers: list[int], stdout: IO[str], *,
-                as_json: bool = False, save: Saver = default_saver) -> int:
-    """Walk with the given 1-based answers; print the path taken and the fix."""
+                as_json: bool = False, probe_runner: ProbeRunner | None = None,
+                save: Saver = default_saver) -> int:
+    """Walk with the given 1-based answers (the probes of each question run first, as in the
+    other front ends, so the same suggestions are recorded); print the path taken and the fix."""
     for step, number in enumerate(answers, start=1):
+        session.run_due_probes(probe_runner)
         question = session.question
         if question is None:
             raise UsageError(f"step {step}: answer {number} given, but the walk already reached "
@@ -182,7 +164,7 @@ def run_answers(session: WalkSession, answers: list[int], stdout: IO[str], *,
             raise UsageError(f"step {step} ({session.current}): answer {number} is out of range "
                              f"(1-{len(question.answers)})")
         session.answer(number - 1)
-        save(session.to_dict())
+        save(session.record())
     if as_json:
         import json
 

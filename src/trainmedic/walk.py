@@ -2,23 +2,29 @@
 
 The engine knows nothing of Textual or of the terminal. The TUI, the `--plain` prompts and the
 non-interactive `--answers` walk all drive one `WalkSession`, so they cannot disagree about where
-an answer leads, what "back" undoes, or what a saved walk contains (contracts §5).
+an answer leads, what "back" undoes, which probes run when (and with which launch command), or
+what a saved walk contains (`saved_walks.WalkRecord`).
 """
 
 from __future__ import annotations
 
-import secrets
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+import contextlib
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainmedic.errors import UsageError
-from trainmedic.redact import redact_text
-from trainmedic.trees.forest import Forest, Ref
+from trainmedic.saved_walks import VERSION, StepRecord, WalkRecord
 from trainmedic.trees.model import Fix, Node, Question
 
-VERSION = 1
+if TYPE_CHECKING:
+    from trainmedic.probes.base import ProbeContext, ProbeResult
+    from trainmedic.probes.runner import ProbeRunner
+    from trainmedic.trees.forest import Forest, Ref
+    from trainmedic.triage.attachment import TriageAttachment
+
+__all__ = ["VERSION", "Saver", "StepRecord", "WalkRecord", "WalkSession", "default_probe_runner",
+           "facts_from", "new_walk_id", "now_iso"]
 
 
 def now_iso() -> str:
@@ -27,42 +33,26 @@ def now_iso() -> str:
 
 def new_walk_id(tree_id: str) -> str:
     """`20261129T081600-oom-3f2a`: sortable by time, readable, unique enough per user."""
+    import secrets  # hashlib and OpenSSL: not for the home screen, which only lists walks
+
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     return f"{stamp}-{tree_id}-{secrets.token_hex(2)}"
 
 
-@dataclass
-class StepRecord:
-    """One answered question: what was asked, what was chosen, what the probes suggested."""
+def default_probe_runner() -> ProbeRunner:
+    """`run_probes`, imported only when a walk is going to suggest answers."""
+    from trainmedic.probes.runner import run_probes
 
-    node: str  # "tree#node" of the question
-    question: str
-    answer: int  # 0-based
-    answer_text: str
-    goto: str  # "tree#node" it led to
-    suggested: int | None = None
-    evidence: list[str] = field(default_factory=list)
-    time: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "node": self.node, "question": self.question, "answer": self.answer,
-            "answer_text": self.answer_text, "goto": self.goto, "suggested": self.suggested,
-            "evidence": list(self.evidence), "time": self.time,
-        }
+    return run_probes
 
 
-def facts_from(results: Iterable[Any]) -> tuple[dict[str, object], dict[str, str]]:
-    """Facts keyed `probe.fact` and their human evidence lines, from probe results or dicts."""
+def facts_from(results: Iterable[ProbeResult]) -> tuple[dict[str, object], dict[str, str]]:
+    """Facts keyed `probe.fact` and their human evidence lines, from probe results."""
     facts: dict[str, object] = {}
     evidence: dict[str, str] = {}
     for r in results:
-        name = r["name"] if isinstance(r, Mapping) else r.name
-        r_facts = (r.get("facts") if isinstance(r, Mapping) else r.facts) or {}
-        r_evidence = (r.get("evidence") if isinstance(r, Mapping)
-                      else getattr(r, "evidence", None)) or {}
-        facts.update({f"{name}.{k}": v for k, v in r_facts.items()})
-        evidence.update({f"{name}.{k}": str(v) for k, v in r_evidence.items()})
+        facts.update({f"{r.name}.{k}": v for k, v in r.facts.items()})
+        evidence.update({f"{r.name}.{k}": v for k, v in r.evidence.items()})
     return facts, evidence
 
 
@@ -80,10 +70,11 @@ class WalkSession:
         self.current = ref
         self.steps: list[StepRecord] = []
         self.stack: list[str] = []
-        self.probes: list[dict[str, Any]] = []
-        self.triage: dict[str, Any] | None = None
+        self.probes: list[ProbeResult] = []
+        self.triage: TriageAttachment | None = None
         self.launch_command = ""
         self.notes = ""
+        self.asked: set[str] = set()  # probes run (or running) in this walk, never saved
 
     # -- where we are -------------------------------------------------------------------------
     @property
@@ -121,6 +112,55 @@ class WalkSession:
 
         facts, evidence = self.facts()
         return suggest(question, facts, evidence)
+
+    # -- probes: which, when, with what ---------------------------------------------------------
+    def probe_context(self) -> ProbeContext:
+        """What the probes may know from this walk (the launch command, for the memory probe)."""
+        return self.record().probe_context()
+
+    def take_due_probes(self, *, again: bool = False) -> list[str]:
+        """The probes the current question's rules read that have not run in this walk (all of
+        them with `again`), marked as run: each runs once per walk unless asked again."""
+        question = self.question
+        if question is None:
+            return []
+        due = [p for p in question.probes if again or p not in self.asked]
+        self.asked.update(due)
+        return due
+
+    @property
+    def wants_launch_command(self) -> bool:
+        """The current question reads a probe that estimates the launch command."""
+        from trainmedic.probes.registry import launch_command_readers
+
+        question = self.question
+        return question is not None and bool(launch_command_readers(question.probes))
+
+    def set_launch_command(self, text: str) -> None:
+        """A new launch command: the probes that read it are due again."""
+        from trainmedic.probes.registry import launch_command_readers
+
+        self.launch_command = text.strip()
+        self.asked.difference_update(launch_command_readers(self.asked))
+        self._touch()
+
+    def run_due_probes(self, runner: ProbeRunner | None, *, again: bool = False) -> list[str]:
+        """Run the due probes now and attach their results (the blocking front ends' way; the
+        app runs `take_due_probes()` in a worker). A broken probe never ends a walk."""
+        due = self.take_due_probes(again=again) if runner is not None else []
+        if due and runner is not None:
+            # a failing runner means "no suggestion", never a dead walk
+            with contextlib.suppress(Exception):
+                self.attach_probes(runner(due, self.probe_context()))
+        return due
+
+    def attach_probes(self, results: Iterable[ProbeResult]) -> None:
+        """Keep the latest result of each probe (by name)."""
+        latest = {p.name: p for p in self.probes}
+        for r in results:
+            latest[r.name] = r
+        self.probes = list(latest.values())
+        self._touch()
 
     # -- moving -------------------------------------------------------------------------------
     def target_of(self, index: int) -> Ref:
@@ -192,91 +232,61 @@ class WalkSession:
         self.current = self.origin
         self._touch()
 
-    def attach_probes(self, results: Iterable[Any]) -> None:
-        """Keep the latest result of each probe (by name), as dicts ready to save."""
-        latest = {p["name"]: p for p in self.probes}
-        for r in results:
-            data = r if isinstance(r, Mapping) else r.to_dict()
-            latest[data["name"]] = dict(data)
-        self.probes = list(latest.values())
-        self._touch()
-
     def _touch(self) -> None:
         self.updated = now_iso()
 
     # -- saving -------------------------------------------------------------------------------
+    def record(self) -> WalkRecord:
+        """The walk as it is saved (and reported)."""
+        return WalkRecord(
+            id=self.id, tree=self.tree, current=str(self.current), started=self.started,
+            updated=self.updated, finished=self.finished, steps=list(self.steps),
+            stack=list(self.stack), probes=list(self.probes), triage=self.triage,
+            launch_command=self.launch_command, notes=self.notes)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "version": VERSION, "id": self.id, "tree": self.tree, "started": self.started,
-            "updated": self.updated, "current": str(self.current), "finished": self.finished,
-            "steps": [s.to_dict() for s in self.steps], "stack": list(self.stack),
-            "probes": [dict(p) for p in self.probes], "triage": self.triage,
-            # Saved walks live in the home folder, often shared: no token leaves in them.
-            "launch_command": redact_text(self.launch_command), "notes": self.notes,
-        }
+        return self.record().to_dict()
+
+    @classmethod
+    def from_record(cls, forest: Forest, record: WalkRecord) -> WalkSession:
+        """Resume a saved walk; UsageError (naming the walk) when it no longer fits the trees."""
+
+        def bad(why: str) -> UsageError:
+            return UsageError(f"saved walk {record.id}: {why}")
+
+        if record.problems:
+            raise bad(record.problems[0])
+
+        def ref(text: str) -> Ref:
+            try:
+                return forest.parse_ref(text)
+            except UsageError as exc:
+                raise bad(f"{exc} (the trees changed since it was saved)") from None
+
+        current = ref(record.current)
+        steps = record.steps
+        session = cls(forest, ref(steps[0].node) if steps else current, walk_id=record.id)
+        session.tree = record.tree or session.origin.tree
+        for i, step in enumerate(steps):
+            node = forest.node(ref(step.node))
+            if not isinstance(node, Question) or not 0 <= step.answer < len(node.answers):
+                raise bad(f"step {i + 1} ({step.node}) no longer fits the trees")
+            ref(step.goto)
+        session.steps = list(steps)
+        session.current = current
+        session.stack = [str(ref(s)) for s in record.stack]
+        session.started = record.started or session.started
+        session.updated = record.updated or session.updated
+        session.probes = list(record.probes)
+        session.triage = record.triage
+        session.launch_command = record.launch_command
+        session.notes = record.notes
+        return session
 
     @classmethod
     def from_dict(cls, forest: Forest, data: Mapping[str, Any]) -> WalkSession:
-        """Restore a saved walk; UsageError (naming the walk) when it no longer fits the trees."""
-        walk_id = str(data.get("id", "?"))
-
-        def bad(why: str) -> UsageError:
-            return UsageError(f"saved walk {walk_id}: {why}")
-
-        if data.get("version") != VERSION:
-            raise bad(f"unsupported version {data.get('version')!r}")
-        try:
-            current = _ref(forest, data["current"])
-            steps = [StepRecord(
-                node=str(s["node"]), question=str(s.get("question", "")), answer=int(s["answer"]),
-                answer_text=str(s.get("answer_text", "")), goto=str(s["goto"]),
-                suggested=s.get("suggested"), evidence=[str(e) for e in s.get("evidence") or []],
-                time=str(s.get("time", ""))) for s in data["steps"]]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise bad(f"malformed ({exc.__class__.__name__}: {exc})") from None
-        except UsageError as exc:
-            raise bad(f"{exc} (the trees changed since it was saved)") from None
-        session = cls(forest, _ref_or_bad(forest, steps[0].node, bad) if steps else current,
-                      walk_id=walk_id)
-        session.tree = str(data.get("tree") or session.origin.tree)
-        for i, step in enumerate(steps):
-            node = forest.node(_ref_or_bad(forest, step.node, bad))
-            if not isinstance(node, Question) or not 0 <= step.answer < len(node.answers):
-                raise bad(f"step {i + 1} ({step.node}) no longer fits the trees")
-            _ref_or_bad(forest, step.goto, bad)
-        stack = data.get("stack") or []
-        if not isinstance(stack, list):
-            raise bad(f"malformed (stack is {type(stack).__name__}, not a list)")
-        session.steps = steps
-        session.current = current
-        session.stack = [str(_ref_or_bad(forest, str(s), bad)) for s in stack]
-        session.started = str(data.get("started") or session.started)
-        session.updated = str(data.get("updated") or session.updated)
-        probes = data.get("probes") or []
-        # facts_from reads these at once: one hand-edited entry must not crash the screen
-        session.probes = [dict(p) for p in probes if _is_probe(p)] \
-            if isinstance(probes, list) else []
-        triage = data.get("triage")
-        session.triage = dict(triage) if isinstance(triage, Mapping) else None
-        session.launch_command = str(data.get("launch_command") or "")
-        session.notes = str(data.get("notes") or "")
-        return session
+        return cls.from_record(forest, WalkRecord.from_dict(data))
 
 
-def _is_probe(p: object) -> bool:
-    """A saved probe result that `facts_from` can read: a name, and mappings where it wants them."""
-    return isinstance(p, Mapping) and isinstance(p.get("name"), str) \
-        and all(isinstance(p.get(k) or {}, Mapping) for k in ("facts", "evidence"))
+Saver = Callable[[WalkRecord], object]
 
-
-def _ref(forest: Forest, text: object) -> Ref:
-    if not isinstance(text, str):
-        raise TypeError(f"node reference {text!r} is not text")
-    return forest.parse_ref(text)
-
-
-def _ref_or_bad(forest: Forest, text: str, bad) -> Ref:
-    try:
-        return forest.parse_ref(text)
-    except UsageError as exc:
-        raise bad(f"{exc} (the trees changed since it was saved)") from None

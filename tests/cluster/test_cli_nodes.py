@@ -93,8 +93,9 @@ def test_ctrl_c_stops_the_fan_out_and_its_children(cluster, monkeypatch, spec):
 
 
 def test_fan_out_modules_import_neither_textual_nor_rich():
-    code = ("import sys, trainmedic.cluster, trainmedic.cluster.command, "
-            "trainmedic.cluster.fanout, trainmedic.cluster.aggregate, trainmedic.cluster.pdsh; "
+    code = ("import sys, trainmedic.cluster, trainmedic.cluster.sweep, trainmedic.cluster.store, "
+            "trainmedic.cluster.fanout, trainmedic.cluster.aggregate, trainmedic.cluster.pdsh, "
+            "trainmedic.cluster.render; "
             "print(sorted(m for m in ('textual', 'rich') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=30)

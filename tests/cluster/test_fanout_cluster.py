@@ -7,9 +7,10 @@ import json
 
 import pytest
 
-from trainmedic.cluster import cluster_facts, load_last_result
-from trainmedic.cluster.command import add_cluster_arguments, run_nodes
+from trainmedic.cluster import load_last_result
+from trainmedic.commands.probe_nodes import add_cluster_arguments, run_nodes
 from trainmedic.errors import UsageError
+from trainmedic.probes.cluster_last import cluster_facts
 
 from .fakecluster import (
     FAULTS,
@@ -73,7 +74,8 @@ def test_slurm_allocation_through_srun(cluster, monkeypatch, capsys):
     assert call[-5:] == ["trainmedic", "probe", "--json", "--no-raw", "gpu"]
     # the saved result is the same, and its facts are what trees read
     saved = load_last_result()
-    assert saved is not None and saved["bad_nodes"] == BAD
+    assert saved is not None and saved.bad_nodes == BAD
+    assert saved.to_dict() == result
     facts = cluster_facts(saved)
     assert facts["nodes"] == 26 and facts["bad_count"] == 10
     assert facts["xid_nodes"] == ["gpu-a7"]

@@ -48,7 +48,8 @@ def test_seed_example_json_carries_megatrons_three_numbers(capsys):
     assert data["verdict"] == "does not fit" and data["capacity_mib"] == 80 * 1024
     assert data["extended"]["most_loaded_stage"] == 0 and len(data["stages"]) == 4
     assert data["suggestions"] and data["inputs"]["derived"]["num_query_groups"] == 64
-    assert "--max-position-embeddings" in data["ignored_args"]
+    assert data["inputs"]["max_position_embeddings"] == 8192  # read: learned positions
+    assert data["ignored_args"] == data["not_modelled_args"] == []
     assert any("80 GiB" in n for n in data["notes"])
     assert {c["name"] for c in data["checks"]} >= {"heads-divisible-by-tp", "world-size"}
 
@@ -64,9 +65,9 @@ def test_human_output_verdict_first(capsys):
 
 
 def test_capacity_from_the_gpu_probe(capsys, monkeypatch):
-    import trainmedic.memory.inputs as inputs
+    import trainmedic.probes.capacity as capacity
 
-    monkeypatch.setattr(inputs, "probe_capacity", lambda: 143771.0)
+    monkeypatch.setattr(capacity, "smallest_card_mib", lambda: 143771.0)
     _, out, _ = cli(capsys, "memory", *SEED, "--json")
     data = json.loads(out)
     assert data["capacity_mib"] == 143771.0 and "gpu probe" in data["capacity_source"]
@@ -74,13 +75,13 @@ def test_capacity_from_the_gpu_probe(capsys, monkeypatch):
 
 def test_probe_failure_falls_back_to_80_gib(monkeypatch):
     import trainmedic.probes.runner as runner
-    from trainmedic.memory.inputs import probe_capacity
+    from trainmedic.probes.capacity import smallest_card_mib
 
     def boom(*_a, **_k):
         raise RuntimeError("probe exploded")
 
     monkeypatch.setattr(runner, "run_probes", boom)
-    assert probe_capacity() is None
+    assert smallest_card_mib() is None
 
 
 def test_world_size_from_environment(capsys, monkeypatch):

@@ -1,18 +1,19 @@
-"""The extended model (beyond Megatron's report), verdicts, suggestions and checks."""
+"""The allocated-memory model as `estimate` reports it, verdicts, suggestions and checks."""
 
 from __future__ import annotations
 
 import pytest
 
 from trainmedic.errors import UsageError
-from trainmedic.memory import config_from_args, estimate, memory_facts, require, run_checks
-from trainmedic.memory.inputs import parse_capacity
+from trainmedic.memory import add_suggestions, config_from_args, estimate, require, run_checks
+from trainmedic.memory.capacity import parse_capacity
 from trainmedic.memory.model import (
     FRAGMENTATION_FRACTION,
     MIB,
     RUNTIME_ALLOWANCE_MIB,
     verdict_for,
 )
+from trainmedic.probes.memory_estimate import memory_facts
 
 BASE = (
     "--num-layers 8 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 "
@@ -24,27 +25,20 @@ def cfg_of(text: str):
     return require(config_from_args(text.split()))
 
 
-def test_full_recompute_uniform_by_hand():
-    cfg = cfg_of(BASE + " --recompute-granularity full --recompute-method uniform "
-                 "--recompute-num-layers 1 --world-size 1")
-    s, b, h, L, V = 2048, 2, 1024, 8, 32000
-    stored = 2 * s * b * h * L  # the bf16 input of every layer
-    working = s * b * h * (10 + 24)  # one layer recomputed (TP 1, no SP)
-    embedding = 8 * s * b + s * b * h
-    output = 2 * (s * b * V + s * b * h)
-    expected = (stored + working + embedding + output) * 1.05 / MIB
-    report = estimate(cfg, capacity_mib=80 * 1024.0)
-    assert report.stages[0].activation_mib == pytest.approx(expected)
-    no_recompute = estimate(cfg_of(BASE + " --world-size 1"), capacity_mib=80 * 1024.0)
-    assert report.stages[0].activation_mib < no_recompute.stages[0].activation_mib
+def test_full_recompute_keeps_only_layer_inputs():
+    """Full recompute keeps each layer's input; backward re-runs one layer at a time."""
+    plain = estimate(cfg_of(BASE + " --world-size 1"), capacity_mib=80 * 1024.0)
+    full = estimate(cfg_of(BASE + " --recompute-granularity full --recompute-method uniform "
+                           "--recompute-num-layers 1 --world-size 1"), capacity_mib=80 * 1024.0)
+    assert full.stages[0].activation_mib < plain.stages[0].activation_mib
     # Megatron's report ignores full recompute: same number either way
-    assert report.megatron.activation_mib == no_recompute.megatron.activation_mib
+    assert full.megatron.activation_mib == plain.megatron.activation_mib
 
 
-def test_context_parallel_divides_activations():
+def test_context_parallel_shrinks_activations():
     one = estimate(cfg_of(BASE + " --world-size 4"), capacity_mib=1e6)
     two = estimate(cfg_of(BASE + " --world-size 4 --context-parallel-size 2"), capacity_mib=1e6)
-    assert two.stages[0].activation_mib == pytest.approx(one.stages[0].activation_mib / 2)
+    assert two.stages[0].activation_mib < 0.6 * one.stages[0].activation_mib
     assert two.megatron.activation_mib == one.megatron.activation_mib  # Megatron: no CP
 
 
@@ -53,23 +47,26 @@ def test_fp8_weight_copies_and_param_gather():
     fp8 = estimate(cfg_of(BASE + " --fp8-format hybrid"), capacity_mib=1e6).stages[0]
     gathered = estimate(cfg_of(BASE + " --fp8-format hybrid --fp8-param-gather"),
                         capacity_mib=1e6).stages[0]
-    linear = 8 * (2 * 1024 * 1024 * 2 + 2 * 1024 * 4096)  # attention + MLP weights
+    # attention (QKV + proj) and MLP (fc1 + fc2) weights of 8 layers, 2 bytes each
+    linear = 8 * (4 * 1024 * 1024 + 2 * 1024 * 4096)
     assert fp8.weights_and_optimizer_mib - plain.weights_and_optimizer_mib == pytest.approx(
         2 * linear / MIB)
     assert gathered.weights_and_optimizer_mib == plain.weights_and_optimizer_mib
+    assert fp8.activation_mib < plain.activation_mib  # linear inputs kept in fp8
 
 
 def test_stages_and_allowances():
     cfg = cfg_of(BASE + " --pipeline-model-parallel-size 4 --world-size 4 "
                  "--global-batch-size 64")
     report = estimate(cfg, capacity_mib=80 * 1024.0)
-    acts = [st.activation_mib for st in report.stages]
-    assert len(acts) == 4 and acts[0] > acts[1] > acts[2]  # fewer microbatches in flight
+    # 1F1B: stage r holds PP - r microbatches at its peak (warm-up PP - r - 1, plus one)
     assert [st.in_flight_microbatches for st in report.stages] == [4, 3, 2, 1]
+    assert [st.warmup for st in report.stages] == [3, 2, 1, 0]
     for st in report.stages:
-        tensors = st.weights_and_optimizer_mib + st.activation_mib
+        assert st.allocated_mib == pytest.approx(
+            st.weights_and_optimizer_mib + st.workspaces_mib + st.activation_mib)
         assert st.runtime_allowance_mib == RUNTIME_ALLOWANCE_MIB
-        assert st.total_mib == pytest.approx(tensors * (1 + FRAGMENTATION_FRACTION)
+        assert st.total_mib == pytest.approx(st.allocated_mib * (1 + FRAGMENTATION_FRACTION)
                                              + RUNTIME_ALLOWANCE_MIB)
     assert report.worst.total_mib == max(st.total_mib for st in report.stages)
 
@@ -78,7 +75,7 @@ def test_verdicts_and_facts():
     assert verdict_for(100, 80) == "does not fit"
     assert verdict_for(75, 80) == "tight"
     assert verdict_for(60, 80) == "fits"
-    report = estimate(cfg_of(BASE), capacity_mib=80 * 1024.0)
+    report = add_suggestions(estimate(cfg_of(BASE), capacity_mib=80 * 1024.0))
     facts = memory_facts(report)
     assert facts["fits"] is True and facts["verdict"] == "fits"
     assert facts["capacity_gib"] == 80.0
@@ -97,17 +94,17 @@ SEED = (
 @pytest.mark.parametrize("world", ["", " --world-size 64"])
 def test_suggestions_are_valid_and_reproducible(world):
     argv = (SEED + world).split()
-    report = estimate(require(config_from_args(argv)), capacity_mib=80 * 1024.0)
+    report = add_suggestions(estimate(require(config_from_args(argv)), capacity_mib=80 * 1024.0))
     assert report.verdict == "does not fit"
     assert report.suggestions
-    costs = [s["cost"] for s in report.suggestions]
+    costs = [s.cost for s in report.suggestions]
     assert costs == sorted(costs)
     for sug in report.suggestions:
-        assert sug["verdict"] != "does not fit"
-        changed = require(config_from_args(argv + [str(a) for a in sug["args"]]))
-        assert not [c for c in run_checks(changed) if c["status"] == "fail"], sug
-        again = estimate(changed, capacity_mib=80 * 1024.0, suggest=False)
-        assert again.worst.total_mib == pytest.approx(sug["total_mib"])
+        assert sug.verdict != "does not fit"
+        changed = require(config_from_args(argv + sug.args))
+        assert not [c for c in run_checks(changed) if c.status == "fail"], sug
+        again = estimate(changed, capacity_mib=80 * 1024.0)
+        assert again.worst.total_mib == pytest.approx(sug.total_mib)
 
 
 def test_suggestions_for_an_uneven_pipeline():
@@ -115,24 +112,24 @@ def test_suggestions_for_an_uneven_pipeline():
     argv = (BASE + " --num-layers 30 --seq-length 4096 --micro-batch-size 4 "
             "--pipeline-model-parallel-size 4 --world-size 4 "
             "--decoder-first-pipeline-num-layers 6 --decoder-last-pipeline-num-layers 6").split()
-    report = estimate(require(config_from_args(argv)), capacity_mib=2 * 1024.0)
+    report = add_suggestions(estimate(require(config_from_args(argv)), capacity_mib=2 * 1024.0))
     assert report.verdict == "does not fit"
     assert report.suggestions  # none were offered while 30 % 4 != 0 counted as invalid
     for sug in report.suggestions:
-        changed = require(config_from_args(argv + [str(a) for a in sug["args"]]))
-        assert not [c for c in run_checks(changed) if c["status"] == "fail"], sug
+        changed = require(config_from_args(argv + sug.args))
+        assert not [c for c in run_checks(changed) if c.status == "fail"], sug
 
 
 def test_suggestions_offer_distributed_optimizer_when_missing():
     argv = (BASE + " --num-layers 48 --hidden-size 4096 --num-attention-heads 32 "
             "--world-size 64 --tensor-model-parallel-size 1").split()
-    report = estimate(require(config_from_args(argv)), capacity_mib=40 * 1024.0)
+    report = add_suggestions(estimate(require(config_from_args(argv)), capacity_mib=40 * 1024.0))
     assert report.verdict == "does not fit"
-    assert "--use-distributed-optimizer" in report.suggestions[0]["args"]
+    assert "--use-distributed-optimizer" in report.suggestions[0].args
 
 
 def statuses(text: str) -> dict[str, str]:
-    return {c["name"]: c["status"] for c in run_checks(cfg_of(text))}
+    return {c.name: c.status for c in run_checks(cfg_of(text))}
 
 
 def test_checks_fail_and_pass():
@@ -156,7 +153,7 @@ def test_checks_batch_vpp_sp_vocab_and_ignored_groups():
     st = statuses(BASE + " --world-size 8 --global-batch-size 12 --sequence-parallel "
                   "--num-query-groups 4 --make-vocab-size-divisible-by 4096")
     assert st["global-batch"] == "fail"  # 12 % (2 x 8)
-    assert st["sequence-parallel-needs-tp"] == "warn"
+    assert st["sequence-parallel-needs-tp"] == "pass"  # Megatron turns it off at TP 1
     assert st["query-groups-ignored"] == "warn"
     assert st["vocab-padding"] == "warn"  # 32000 -> 32768
     vpp = statuses(BASE + " --pipeline-model-parallel-size 2 --world-size 2 "
@@ -175,7 +172,7 @@ def test_capacity_units(text, mib):
 
 @pytest.mark.parametrize("text", ["lots", "80XB", "-1GiB", "0"])
 def test_capacity_garbage(text):
-    with pytest.raises(UsageError):
+    with pytest.raises(ValueError, match="a size"):
         parse_capacity(text)
 
 
@@ -204,9 +201,14 @@ def test_uneven_pipeline_stages():
     assert statuses(text)["layers-divisible-by-pp"] == "pass"  # 6 + 9 + 9 + 6
     report = estimate(cfg_of(text), capacity_mib=1e6)
     params = [st.parameters for st in report.stages]
-    layer = 4 * 1024**2 + 8 * 1024**2 + 4 * 1024  # attention + MLP + 2 LayerNorms
+    h = 1024
+    # QKV, proj, fc1, fc2 weights and biases; two LayerNorms (weight and bias)
+    layer = 4 * h * h + 3 * h + h + 8 * h * h + 4 * h + h + 2 * 2 * h
     assert params[1] == params[2] == 9 * layer
-    assert params[0] == 6 * layer + 1024 * 32000  # and the embedding
+    embedding = 32000 * h + 2048 * h  # words and learned positions (--seq-length 2048)
+    assert params[0] == 6 * layer + embedding
+    # the last stage: its layers, the final norm and its own copy of the tied embedding
+    assert params[3] == 6 * layer + 2 * h + 32000 * h
     assert statuses(text.replace("first-pipeline-num-layers 6",
                                  "first-pipeline-num-layers 5"))["layers-divisible-by-pp"] == "fail"
 

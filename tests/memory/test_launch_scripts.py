@@ -10,7 +10,7 @@ import pytest
 from trainmedic.cli import main
 from trainmedic.errors import UsageError
 from trainmedic.memory import config_from_script, require
-from trainmedic.memory.launch_script import script_config_and_command
+from trainmedic.memory.from_script import script_config_and_command
 
 FIX = Path(__file__).parent.parent / "fixtures" / "memory"
 
@@ -30,7 +30,8 @@ def test_gpt3_175b_arrays_and_unquoted_array_expansion():
     assert cfg.fp16 and not cfg.bf16
     assert cfg.world_size == 8  # --nproc_per_node $GPUS_PER_NODE x --nnodes $NUM_NODES
     assert "CUDA_DEVICE_MAX_CONNECTIONS" in cmd.exported
-    assert "--attention-backend" in cfg.ignored_args  # comment after it in the array
+    assert cfg.attention_backend == "auto"  # a comment follows it in the array
+    assert "--init-method-std" in cfg.ignored_args
 
 
 def test_llama3_8b_fp8_conditional_array_appends():

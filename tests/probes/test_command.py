@@ -130,7 +130,7 @@ def test_list_shows_every_probe():
 def test_nodes_and_job_hand_over_to_the_cluster_fan_out(monkeypatch):
     import argparse
 
-    import trainmedic.cluster.command as cluster
+    import trainmedic.commands.probe_nodes as cluster
     from trainmedic.commands import probe
 
     seen = []

@@ -6,11 +6,18 @@ from pathlib import Path
 
 import pytest
 
+from trainmedic.cluster.result import ClusterResult
 from trainmedic.cluster.store import save_last_result
+from trainmedic.probes.base import ProbeContext
 from trainmedic.probes.memory_estimate import from_text
-from trainmedic.probes.runner import facts_of, run_probes
+from trainmedic.probes.runner import run_probes
 from trainmedic.trees import Question, load_forest
 from trainmedic.trees.rules import suggest
+from trainmedic.walk import facts_from
+
+
+def facts_of(results):
+    return facts_from(results)[0]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SEED_EXAMPLE = """python pretrain_gpt.py \\
@@ -59,6 +66,21 @@ def test_memory_probe_reads_the_script_named_in_the_environment(
     assert result.facts["fits"] is False and str(script) in result.summary
 
 
+def test_memory_probe_estimates_the_walks_launch_command_first(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launch command a walk knows (pasted, or a script's path) wins over the variable."""
+    other = tmp_path / "other.sh"
+    other.write_text(SEED_EXAMPLE.format(tp=8, extra="--sequence-parallel"))
+    monkeypatch.setenv("TRAINMEDIC_LAUNCH_SCRIPT", str(other))
+    pasted = run_probes(["memory"], ProbeContext(SEED_EXAMPLE.format(tp=1, extra="")))[0]
+    assert pasted.facts["fits"] is False and pasted.summary.startswith("launch command: ")
+    script = tmp_path / "train.sh"
+    script.write_text(SEED_EXAMPLE.format(tp=1, extra=""))
+    by_path = run_probes(["memory"], ProbeContext(f"  {script}\n"))[0]
+    assert by_path.facts["fits"] is False and by_path.summary.startswith(f"{script}: ")
+    assert run_probes(["memory"])[0].facts["fits"] is True  # no context: the variable
+
+
 def test_memory_probe_refuses_a_binary_script_and_a_bad_capacity(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     binary = tmp_path / "model.pt"
@@ -79,12 +101,12 @@ def test_memory_probe_reports_garbage_as_unavailable() -> None:
 
 def test_cluster_probe_reads_the_last_sweep() -> None:
     assert run_probes(["cluster"])[0].status == "unavailable"
-    save_last_result({
+    save_last_result(ClusterResult.from_dict({
         "time": "2026-11-29T08:00:00+00:00", "node_count": 17, "answered": 17,
         "bad_nodes": ["gpu-a7"], "verdicts": ["gpu-a7: 7 of 8 GPUs visible; Xid 79 — drain it"],
         "findings": [{"host": "gpu-a7", "kind": "hardware", "message": "Xid 79",
                       "fact": "kernel-xid.fallen_off_bus"}],
-    })
+    }))
     result = run_probes(["cluster"])[0]
     assert result.status == "fail"
     assert result.facts["bad_count"] == 1 and result.facts["bad_nodes"] == ["gpu-a7"]
@@ -98,6 +120,7 @@ def test_cluster_probe_reads_the_last_sweep() -> None:
 
 
 def test_cluster_probe_without_a_sweep_time_does_not_claim_an_age() -> None:
-    save_last_result({"node_count": 2, "answered": 2, "bad_nodes": [], "verdicts": []})
+    save_last_result(ClusterResult.from_dict(
+        {"node_count": 2, "answered": 2, "bad_nodes": [], "verdicts": []}))
     result = run_probes(["cluster"])[0]
     assert result.summary == "all 2 nodes agree (time of the sweep unknown)"

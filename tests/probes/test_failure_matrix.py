@@ -18,6 +18,8 @@ TOOLS = {
     "topology": ["nvidia-smi"],
     "kernel-xid": ["dmesg", "journalctl"],
     "infiniband": ["ibstat", "ibv_devinfo"],
+    "fabric": ["nvidia-smi", "systemctl"],
+    "pcie": ["nvidia-smi"],
 }
 TIMEOUT = 1.0
 
@@ -55,7 +57,7 @@ def test_garbage_output(fakebin):
         for tool in tools:
             fakebin(tool, junk)
     results = {r.name: r for r in run_probes(list(TOOLS), timeout=TIMEOUT)}
-    for name in ("gpu", "gpu-processes", "topology", "infiniband"):
+    for name in ("gpu", "gpu-processes", "topology", "infiniband", "fabric", "pcie"):
         assert results[name].status == "unavailable", results[name].summary
     # a kernel log of junk simply holds no Xid
     assert results["kernel-xid"].status == "ok" and results["kernel-xid"].facts["count"] == 0

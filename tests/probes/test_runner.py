@@ -3,9 +3,10 @@ import time
 
 import pytest
 
-from trainmedic.probes.base import Budget, ProbeResult
-from trainmedic.probes.registry import ProbeSpec, declared_facts, get_probe, probe_names
-from trainmedic.probes.runner import evidence_of, facts_of, run_probes, run_specs
+from trainmedic.probes.base import Budget, ProbeContext, ProbeResult
+from trainmedic.probes.registry import PROBES, ProbeSpec, declared_facts
+from trainmedic.probes.runner import run_probes, run_specs
+from trainmedic.walk import facts_from
 
 from .helpers import check_types
 
@@ -13,14 +14,14 @@ RELEASE = threading.Event()
 
 
 def quick(name: str, status: str = "ok"):
-    def probe(budget: Budget) -> ProbeResult:
+    def probe(budget: Budget, _context: ProbeContext) -> ProbeResult:
         return ProbeResult(name, status, f"{name} done", {"value": 1}, evidence={"value": "one"})
 
     return ProbeSpec(name, "test", 1.0, {"value": "int"}, func=probe)
 
 
 def stuck(name: str, timeout: float = 0.4):
-    def probe(budget: Budget) -> ProbeResult:
+    def probe(budget: Budget, _context: ProbeContext) -> ProbeResult:
         RELEASE.wait(60)  # ignores its budget, like a thread stuck in a system call
         return ProbeResult(name, "ok", "late")
 
@@ -28,7 +29,7 @@ def stuck(name: str, timeout: float = 0.4):
 
 
 def crashing(name: str):
-    def probe(budget: Budget) -> ProbeResult:
+    def probe(budget: Budget, _context: ProbeContext) -> ProbeResult:
         raise RuntimeError("boom")
 
     return ProbeSpec(name, "test", 1.0, {}, func=probe)
@@ -82,7 +83,7 @@ def test_unknown_names_come_back_unavailable_instead_of_raising():
 
 
 def test_raw_and_summary_are_redacted_by_the_runner():
-    def leaky(budget: Budget) -> ProbeResult:
+    def leaky(budget: Budget, _context: ProbeContext) -> ProbeResult:
         return ProbeResult("leaky", "ok", "HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUv", raw="PASSWORD=x1")
 
     result = run_specs([ProbeSpec("leaky", "t", 1.0, {}, func=leaky)])[0]
@@ -90,7 +91,7 @@ def test_raw_and_summary_are_redacted_by_the_runner():
 
 
 def test_fact_values_are_redacted_by_the_runner_too():
-    def leaky(budget: Budget) -> ProbeResult:
+    def leaky(budget: Budget, _context: ProbeContext) -> ProbeResult:
         return ProbeResult("leaky", "warn", "found", facts={
             "findings": ["WANDB_API_KEY=0123456789abcdef set", "NCCL_DEBUG=INFO"],
             "addr": "tcp://u:hunter2@host:29500", "count": 2})
@@ -102,13 +103,25 @@ def test_fact_values_are_redacted_by_the_runner_too():
 
 def test_facts_and_evidence_are_keyed_probe_dot_fact():
     results = run_specs([quick("alpha"), quick("beta")])
-    assert facts_of(results) == {"alpha.value": 1, "beta.value": 1}
-    assert evidence_of(results)["alpha.value"] == "one"
+    facts, evidence = facts_from(results)
+    assert facts == {"alpha.value": 1, "beta.value": 1}
+    assert evidence["alpha.value"] == "one"
+
+
+def test_the_context_reaches_every_probe():
+    seen = []
+
+    def probe(_budget: Budget, context: ProbeContext) -> ProbeResult:
+        seen.append(context.launch_command)
+        return ProbeResult("ctx", "ok", "seen")
+
+    run_specs([ProbeSpec("ctx", "t", 1.0, {}, func=probe)], ProbeContext("torchrun x.py"))
+    assert seen == ["torchrun x.py"]
 
 
 def test_registry_declares_the_contract_facts_with_valid_types():
     facts = declared_facts()
-    assert set(probe_names()) == set(facts)
+    assert set(PROBES) == set(facts)
     required = {
         "gpu": ["count", "expected", "missing", "max_memory_fraction", "max_memory_used_mib",
                 "min_memory_total_mib", "ecc_uncorrected", "max_temperature_c", "throttled",
@@ -128,11 +141,20 @@ def test_registry_declares_the_contract_facts_with_valid_types():
         assert set(names) <= set(facts[probe]), probe
     for probe in facts.values():
         assert set(probe.values()) <= {"int", "float", "bool", "str", "list"}
-    assert get_probe("gpu").timeout > 0
-    with pytest.raises(KeyError):
-        get_probe("nope")
+    assert all(spec.timeout > 0 for spec in PROBES.values())
 
 
 def test_every_probe_on_this_machine_returns_declared_facts():
     for result in run_probes(timeout=5):
         check_types(result)
+
+
+def test_every_registered_probe_takes_a_budget_and_the_walks_context():
+    """The runner calls `probe(budget, context)`; a probe written for `probe(budget)` would
+    only show up as "probe crashed" at run time."""
+    import inspect
+
+    from trainmedic.probes.base import NO_CONTEXT
+
+    for spec in PROBES.values():
+        inspect.signature(spec.load()).bind(Budget(1.0), NO_CONTEXT)  # TypeError if it cannot

@@ -10,7 +10,13 @@ import pytest
 from report_session import EXAMPLES, SECRETS, session_dict
 
 from trainmedic.cli import main
-from trainmedic.state import save_walk, walks_dir
+from trainmedic.saved_walks import save_walk
+from trainmedic.state import walks_dir
+from trainmedic.walk import WalkRecord
+
+
+def save(data: dict) -> None:
+    save_walk(WalkRecord.from_dict(data))
 
 
 def report(*args: str) -> int:
@@ -18,9 +24,9 @@ def report(*args: str) -> int:
 
 
 def test_latest_walk_is_reported_and_corrupt_files_are_warned_about(capsys):
-    save_walk(session_dict())
+    save(session_dict())
     older = session_dict() | {"id": "older-walk", "updated": "2026-01-01T00:00:00Z"}
-    save_walk(older)
+    save(older)
     (walks_dir() / "broken.json").write_text('{"version": 1, "id": "bro', encoding="utf-8")
     assert report() == 0
     out, err = capsys.readouterr()
@@ -34,13 +40,13 @@ def test_no_walk_and_unknown_walk_are_one_line_usage_errors(capsys):
     assert report() == 2
     assert capsys.readouterr().err.strip() == (
         "trainmedic: error: no saved walks yet: run `trainmedic walk TREE` first")
-    save_walk(session_dict())
+    save(session_dict())
     assert report("nothing-like-this") == 2
     assert "no saved walk 'nothing-like-this'" in capsys.readouterr().err
 
 
 def test_output_file_and_json_have_no_secrets(tmp_path, capsys):
-    save_walk(session_dict())
+    save(session_dict())
     target = tmp_path / "incident.md"
     assert report("-o", str(target)) == 0
     text = target.read_text(encoding="utf-8")
@@ -53,8 +59,8 @@ def test_output_file_and_json_have_no_secrets(tmp_path, capsys):
 
 
 def test_list_shows_walks_newest_first(capsys):
-    save_walk(session_dict())
-    save_walk(session_dict() | {"id": "older-walk", "updated": "2026-01-01T00:00:00Z"})
+    save(session_dict())
+    save(session_dict() | {"id": "older-walk", "updated": "2026-01-01T00:00:00Z"})
     assert report("--list", "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert [w["id"] for w in data["walks"]] == ["20261129T081600-disk-full-3f2a", "older-walk"]
@@ -68,7 +74,7 @@ def _git(repo, *args):
 
 
 def test_repo_commit_and_dirty_flag(tmp_path, capsys):
-    save_walk(session_dict())
+    save(session_dict())
     repo = tmp_path / "Megatron-LM"
     repo.mkdir()
     _git(repo, "init", "-q")
@@ -95,8 +101,8 @@ def test_probe_runs_fresh_probes_and_replaces_saved_results(monkeypatch, capsys)
                         facts={"torch": "2.5.1", "torch_cuda": "12.6", "nccl": "2.23.4",
                                "transformer_engine": "1.12.0"},
                         raw=f"HF_TOKEN={SECRETS['hf']}")
-    monkeypatch.setattr(runner, "run_probes", lambda names=None, **kw: [fresh])
-    save_walk(session_dict())
+    monkeypatch.setattr(runner, "run_probes", lambda names=None, context=None, **kw: [fresh])
+    save(session_dict())
     assert report("--probe") == 0
     out = capsys.readouterr().out
     assert "PyTorch 2.5.1, CUDA (PyTorch build) 12.6, NCCL 2.23.4, TransformerEngine 1.12.0" in out

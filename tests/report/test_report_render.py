@@ -6,7 +6,19 @@ import json
 
 from report_session import SECRETS, session_dict
 
-from trainmedic.export.report import build_report, redact_command, render_report
+from trainmedic.export import report
+from trainmedic.export.repoinfo import RepoInfo
+from trainmedic.export.report import redact_command
+from trainmedic.walk import WalkRecord
+
+
+def render_report(session: dict, forest, **kwargs) -> str:
+    """The report of a walk saved as `session` (tests edit the saved form)."""
+    return report.render_report(WalkRecord.from_dict(session), forest, **kwargs)
+
+
+def build_report(session: dict, forest, **kwargs) -> dict:
+    return report.build_report(WalkRecord.from_dict(session), forest, **kwargs)
 
 
 def test_report_has_every_section_in_order(session, forest):
@@ -54,8 +66,7 @@ def test_probes_and_triage_evidence_lines_are_in_the_report(session, forest):
 
 
 def test_checklist_filled_from_versions_launch_command_and_repo(session, forest):
-    repo = {"path": "/src/Megatron-LM", "commit": "0123456789abcdef0123456789abcdef01234567",
-            "dirty": True}
+    repo = RepoInfo("/src/Megatron-LM", "0123456789abcdef0123456789abcdef01234567", True)
     page = render_report(session, forest, repo=repo)
     assert ("- [x] **Framework commit (Megatron-LM or the framework you run)**: "
             "0123456789abcdef0123456789abcdef01234567 (dirty: uncommitted changes)") in page
@@ -105,3 +116,20 @@ def test_malformed_saved_data_still_renders(forest):
     for session in odd:
         page = render_report(session, forest)
         assert page.startswith("# Incident report") and "## Minimum information" in page
+
+
+def test_the_triage_of_a_walk_the_0_1_0_app_saved_is_in_its_report():
+    """That app saved the chosen finding alone, in a shape its own report could not read."""
+    from pathlib import Path
+
+    from trainmedic.trees import load_forest
+
+    saved = Path(__file__).resolve().parents[1] / "fixtures" / "saved_walks"
+    data = json.loads((saved / "app-triage-walk.json").read_text(encoding="utf-8"))
+    page = render_report(data, load_forest([saved / "trees"], builtin=False))
+    triage = page.split("## Triage findings", 1)[1].split("## ", 1)[0]
+    assert "No log triage is attached" not in triage
+    assert "rank 1: CUDA out of memory (tried 22.78 GiB" in triage
+    assert "rank1.log:2: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 22.78 " \
+           "GiB." in triage
+    assert "`trainmedic walk oom#fragmentation`" in triage

@@ -17,17 +17,19 @@ import time
 
 import pytest
 
-from trainmedic.state import list_walks, walks_dir
+from trainmedic.saved_walks import list_walks
+from trainmedic.state import walks_dir
 
 WRITER = r"""
 import sys
-from trainmedic.state import save_walk
+from trainmedic.state import walks_dir, write_json_atomic
 start = int(sys.argv[1])
 padding = "x" * 400_000
 n = start
 while True:
-    save_walk({"version": 1, "id": "killed", "steps": [], "n": n, "padding": padding,
-               "updated": "2026-11-29T08:00:00Z"})
+    write_json_atomic(walks_dir() / "killed.json",
+                      {"version": 1, "id": "killed", "steps": [], "n": n, "padding": padding,
+                       "updated": "2026-11-29T08:00:00Z"})
     if n == start:
         print("ready", flush=True)
     n += 1

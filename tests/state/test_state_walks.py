@@ -8,14 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.state import find_walk, list_walks, save_walk, walks_dir, write_json_atomic
+from trainmedic.saved_walks import find_walk, list_walks, save_walk
+from trainmedic.state import walks_dir, write_json_atomic
+from trainmedic.walk import WalkRecord
 
 
-def walk(walk_id: str, updated: str, **extra) -> dict:
-    return {"version": 1, "id": walk_id, "tree": "disk-full", "started": updated,
-            "updated": updated, "current": "disk-full#what-error", "finished": False,
-            "steps": [], "stack": [], "probes": [], "triage": None, "launch_command": "",
-            "notes": "", **extra}
+def walk(walk_id: str, updated: str, **extra: str) -> WalkRecord:
+    return WalkRecord.from_dict({
+        "version": 1, "id": walk_id, "tree": "disk-full", "started": updated,
+        "updated": updated, "current": "disk-full#what-error", "finished": False,
+        "steps": [], "stack": [], "probes": [], "triage": None, "launch_command": "",
+        "notes": "", **extra})
 
 
 def test_state_dir_follows_xdg_state_home(tmp_path):
@@ -28,9 +31,9 @@ def test_save_then_find_returns_the_same_data():
     path = save_walk(data)
     assert path.name == "20261129T081600-disk-full-3f2a.json"
     found, skipped = find_walk("20261129T081600-disk-full-3f2a")
-    assert skipped == [] and found is not None and found.data == data
-    assert find_walk("20261129T081600")[0].data == data  # id prefix
-    assert find_walk(str(path))[0].data == data  # file path
+    assert skipped == [] and found is not None and found.record == data
+    assert find_walk("20261129T081600")[0].record == data  # id prefix
+    assert find_walk(str(path))[0].record == data  # file path
     assert find_walk("nope")[0] is None
 
 
@@ -38,7 +41,7 @@ def test_resaving_replaces_and_leaves_no_temporary_files():
     for step in range(5):
         save_walk(walk("w1", f"2026-11-29T08:16:0{step}Z", notes=str(step)))
     assert sorted(p.name for p in walks_dir().iterdir()) == ["w1.json"]
-    assert find_walk("w1")[0].data["notes"] == "4"
+    assert find_walk("w1")[0].record.notes == "4"
 
 
 def test_list_is_newest_first_and_latest_is_the_newest():
@@ -88,7 +91,8 @@ def test_no_state_folder_yet_means_no_walks():
 @pytest.mark.parametrize("bad_id", ["../escape", "a/b", ".hidden", "", None, "x" * 300])
 def test_ids_that_cannot_name_a_file_are_refused_as_oserror(bad_id):
     with pytest.raises(OSError, match="cannot name a file"):
-        save_walk(walk("placeholder", "t") | {"id": bad_id})
+        save_walk(WalkRecord.from_dict({"id": bad_id, "current": "disk-full#what-error",
+                                        "steps": []}))
     assert not walks_dir().exists() or list(walks_dir().iterdir()) == []
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from trainmedic.trees.cache import cache_dir, load_cached
+from trainmedic.state import tree_cache_dir as cache_dir
+from trainmedic.trees.cache import load_cached
 
 TREE = """id: cached
 title: {title}

@@ -271,11 +271,12 @@ def test_the_docs_example_shows_both_marks():
 
 def test_the_incident_report_prints_the_mark_before_the_command():
     from trainmedic.export.report import render_report
+    from trainmedic.walk import WalkRecord
 
     forest = load_forest([ROOT / "docs" / "examples"], builtin=False)
     session = {"version": 1, "id": "w", "tree": "disk-full", "current": "disk-full#disk-space",
                "finished": True, "steps": [], "stack": [], "probes": []}
-    page = render_report(session, forest)
+    page = render_report(WalkRecord.from_dict(session), forest)
     mark = ("   > **DANGER (delete-data): Deletes every checkpoint but the two newest; they "
             "cannot be recovered.**")
     assert mark in page

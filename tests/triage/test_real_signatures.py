@@ -31,7 +31,8 @@ CASES = {
     # finite losses, a normal grad norm, then the loss field is gone: a sudden NaN
     "megatron_loss_missing_nan.log": ("loss-nan", "loss-spike#nan-source"),
     "apex_overflow.log": ("loss-scale-collapse", "loss-spike#loss-scale-collapse"),
-    "deepspeed_loss_scale_minimum.log": ("loss-scale-minimum", "loss-spike#loss-scale-collapse"),
+    # the scale falling 32 -> 2 in five steps is found from the OVERFLOW lines themselves
+    "deepspeed_loss_scale_minimum.log": ("loss-scale-collapse", "loss-spike#loss-scale-collapse"),
     "device_assert.log": ("device-assert", "startup#device-assert"),
     "fused_kernels.log": ("apex-extensions", "startup#apex"),  # fused_layer_norm_cuda is APEX
     "fused_kernels_megatron.log": ("fused-kernels", "startup#fused-kernels"),

@@ -9,6 +9,7 @@ import pytest
 def _isolated(tmp_path, monkeypatch):
     """Saved walks go to a temporary state dir; cursors do not blink (stable snapshots)."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr("textual.widgets._input.Input._toggle_cursor", lambda self: None)
     monkeypatch.setattr("textual.widgets._text_area.TextArea._toggle_cursor_blink_visible",
                         lambda self: None)

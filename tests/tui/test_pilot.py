@@ -9,9 +9,10 @@ from textual import events
 from textual.widgets import OptionList, Static, Tree
 from tui_helpers import HangingProbes, gpu_full, make_app, run, screen_text
 
-from trainmedic.state import list_walks, walks_dir
+from trainmedic.saved_walks import list_walks
+from trainmedic.state import walks_dir
+from trainmedic.tui.dialogs.help import HelpScreen
 from trainmedic.tui.screens.browse import BrowseScreen
-from trainmedic.tui.screens.help import HelpScreen
 from trainmedic.tui.screens.home import HomeScreen
 from trainmedic.tui.screens.triage import TriageScreen
 from trainmedic.tui.screens.walk import WalkScreen
@@ -60,7 +61,7 @@ def test_walk_to_fix_by_keys_back_and_restart():
             await pilot.press("2")
             await pilot.pause()
             assert _current(app) == "mem#recompute"
-            saved = list_walks()[0][0].data
+            saved = list_walks()[0][0].record.to_dict()
             assert saved["current"] == "mem#recompute" and saved["finished"] is True
             assert [s["answer"] for s in saved["steps"]] == [0, 1]
             await pilot.press("escape")
@@ -75,7 +76,7 @@ def test_walk_to_fix_by_keys_back_and_restart():
             await pilot.press("r")
             await pilot.pause()
             assert _current(app) == "mem#when"
-            assert list_walks()[0][0].data["steps"] == []
+            assert list_walks()[0][0].record.to_dict()["steps"] == []
             await pilot.press("escape")  # back at the first question: home
             await pilot.pause()
             assert isinstance(app.screen, HomeScreen)
@@ -200,10 +201,10 @@ def test_probe_suggestion_is_marked_and_recorded():
             assert options.highlighted == 0  # the person still chooses
             await pilot.press("3")
             await pilot.pause()
-            step = list_walks()[0][0].data["steps"][0]
+            step = list_walks()[0][0].record.to_dict()["steps"][0]
             assert step["suggested"] == 2
             assert any("GPU 3: 79.4 of 80.0 GiB used" in e for e in step["evidence"])
-            assert list_walks()[0][0].data["probes"][0]["name"] == "gpu"
+            assert list_walks()[0][0].record.to_dict()["probes"][0]["name"] == "gpu"
     run(go())
 
 
@@ -273,58 +274,117 @@ def test_help_lists_keys():
     run(go())
 
 
-class FakeTriage:
-    def __init__(self):
-        self.paths = None
-
-    def triage_paths(self, paths):
-        from types import SimpleNamespace as NS
-
-        self.paths = paths
-        ev = NS(file="/logs/rank3.log", line=812, text="Watchdog caught collective operation "
-                "timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE)", rank=3)
-        return NS(findings=[NS(tree="hang", node="collective", summary="NCCL watchdog timeout",
-                               evidence=[ev])])
-
-    def triage_text(self, text):
-        return self.triage_paths([])
+TRIAGE_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "triage"
+MULTIRANK_OOM = TRIAGE_FIXTURES / "multirank_oom"  # real per-rank logs, provenance on line 1
+OOM_LINE = ("rank1.log:2: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+            "22.78 GiB. GPU 0 has a total capacity of 31.47 GiB")
 
 
-def test_triage_finding_starts_walk_with_evidence():
+async def _triage(app, pilot, path: str) -> None:
+    await pilot.press("ctrl+t")
+    await pilot.pause()
+    assert isinstance(app.screen, TriageScreen)
+    app.screen.query_one("#log-path").value = path
+    await pilot.press("ctrl+r")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def test_a_real_finding_walks_to_the_fix_and_its_evidence_reaches_the_report():
+    """Real logs, the real scanner, the built-in trees: the finding's lines are in the report
+    the app shows (`i`) and in `trainmedic report`."""
+    import contextlib
+    import io
+
+    from trainmedic.cli import main
+    from trainmedic.trees import load_forest
+    from trainmedic.tui.app import TrainmedicApp
+    from trainmedic.tui.screens.report import ReportScreen
+
     async def go():
-        fake = FakeTriage()
-        app = make_app(triage_api=fake)
-        async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.press("ctrl+t")
+        app = TrainmedicApp(load_forest(), probes=False)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _triage(app, pilot, str(MULTIRANK_OOM))
+            report = app.screen.report
+            assert report is not None and report.findings[0].link == "oom#fragmentation"
+            await pilot.press("enter")  # the first, most likely finding
             await pilot.pause()
-            assert isinstance(app.screen, TriageScreen)
-            await pilot.press(*"rank3.log", "enter")
-            await pilot.pause(0.3)
-            assert fake.paths == ["rank3.log"]
-            await pilot.press("enter")
+            assert _current(app) == "oom#fragmentation"
+            panel = " ".join(str(app.screen.query_one(EvidencePanel).render()).split())
+            assert "rank 1: CUDA out of memory (tried 22.78 GiB" in panel
+            assert OOM_LINE in panel
+            saved = list_walks()[0][0].record.triage
+            assert saved is not None and saved.finding is not None
+            assert saved.finding.link == "oom#fragmentation" and len(saved.findings) == 3
+            assert saved.files == sorted(str(p) for p in MULTIRANK_OOM.iterdir())
+            await pilot.press("i")
             await pilot.pause()
-            assert _current(app) == "hang#collective"
-            panel = str(app.screen.query_one(EvidencePanel).render())
-            assert "NCCL watchdog timeout" in panel and "rank3.log:812" in panel
-            assert list_walks()[0][0].data["triage"]["link"] == "hang#collective"
+            assert isinstance(app.screen, ReportScreen)
+            shown = app.screen.markdown
+            assert "No log triage is attached" not in shown
+            assert OOM_LINE in shown and "(the walk started here)" in shown
+            assert "rank0.log:2: [rank0]:[E1206 18:44:12.715298746 ProcessGroupNCCL.cpp:607]" \
+                in shown  # the other findings of the same triage come along
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["report"]) == 0
+        assert out.getvalue() == shown
     run(go())
 
 
-def test_triage_missing_is_reported():
-    class NoTriage(type(make_app())):
-        @property
-        def triage_api(self):
-            return None
-
+def test_triage_error_is_shown_not_raised():
     async def go():
-        app = NoTriage(make_app().forest, probes=False)
-        async with app.run_test() as pilot:
-            await pilot.press("ctrl+t")
-            await pilot.pause()
-            await pilot.press(*"x.log", "enter")
-            await pilot.pause()
+        app = make_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _triage(app, pilot, "nope.log")
             status = str(app.screen.query_one("#triage-status", Static).render())
-            assert "triage not available" in status
+            assert "triage failed: nope.log: no such file or directory" in status
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen)
+    run(go())
+
+
+def test_failed_triage_clears_the_findings_of_the_log_before():
+    async def go():
+        app = make_app()
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _triage(app, pilot, str(MULTIRANK_OOM / "rank1.log"))
+            findings = app.screen.query_one("#findings", OptionList)
+            assert findings.option_count == 1
+            app.screen.query_one("#log-path").value = "nope.log"
+            await pilot.press("ctrl+r")
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert "triage failed" in str(app.screen.query_one("#triage-status").render())
+            assert findings.option_count == 0 and app.screen.report is None
+    run(go())
+
+
+def test_a_log_with_nothing_known_offers_the_triage_tree():
+    async def go():
+        app = make_app()
+        # the fixture forest has no `triage` tree: stand in for the built-in one
+        app.forest.trees["triage"] = app.forest.trees["mem"]
+        async with app.run_test(size=(100, 30)) as pilot:
+            await _triage(app, pilot, str(TRIAGE_FIXTURES / "nccl_info_noise.log"))
+            assert "No known failure" in str(app.screen.query_one("#triage-status").render())
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, WalkScreen)
+            assert app.screen.session.origin.tree == "triage"
+            assert app.screen.session.triage is None
+    run(go())
+
+
+def test_probes_off_says_so():
+    async def go():
+        app = make_app()  # as `trainmedic walk --no-probes`
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.press("ctrl+r")
+            await pilot.pause()
+            table = str(app.screen.query_one("#probe-table", Static).render())
+            assert table == "probes are off (--no-probes)"
     run(go())
 
 
@@ -390,7 +450,8 @@ def test_resume_of_a_hand_edited_walk_never_crashes_the_app():
             await pilot.press(*"resume", "enter")
             await pilot.pause()
             assert _current(app) == "mem#shrink"
-            assert app.screen.session.probes == [good]
+            assert [p.to_dict() for p in app.screen.session.probes] == [
+                good | {"duration_s": 0.0, "raw": ""}]
             assert "GPU 3 at 99 % memory" in str(app.screen.query_one(EvidencePanel).render())
         data["stack"] = 5
         path.write_text(json.dumps(data))
@@ -422,19 +483,25 @@ MEGATRON_70B = ("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 80 --h
                 "--micro-batch-size 1 --global-batch-size 128 --bf16 --vocab-size 128256")
 
 
-def test_launch_command_feeds_the_memory_estimate():
+def test_launch_command_feeds_the_memory_estimate(monkeypatch):
+    from trainmedic.probes.runner import run_probes
+
+    monkeypatch.setenv("TRAINMEDIC_GPU_MEMORY", "80GiB")
+    monkeypatch.delenv("TRAINMEDIC_LAUNCH_SCRIPT", raising=False)
+
     async def go():
         calls = []
 
-        def runner(names):
-            calls.append(list(names))
-            return []
+        def runner(names, context):
+            calls.append((list(names), context.launch_command))
+            return run_probes([n for n in names if n == "memory"], context)  # the real one
 
         app = make_app(probe_runner=runner)
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.press(*"memory", "enter")
-            await pilot.pause(0.2)
-            assert calls == [["memory", "gpu"]]  # no launch command yet: the plain probes
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            assert calls == [(["memory", "gpu"], "")]  # no launch command yet
             await pilot.press("m")
             await pilot.pause()
             app.screen.query_one("#launch-text").text = MEGATRON_70B
@@ -442,13 +509,15 @@ def test_launch_command_feeds_the_memory_estimate():
             await pilot.pause()
             await app.workers.wait_for_complete()
             await pilot.pause()
-            assert calls == [["memory", "gpu"]]  # memory came from the pasted command
+            # only the probe that reads the launch command runs again, and it is handed it
+            assert calls[1:] == [(["memory"], MEGATRON_70B)]
             session = app.screen.session
             assert session.launch_command == MEGATRON_70B
-            memory = next(p for p in session.probes if p["name"] == "memory")
-            assert memory["facts"]["fits"] is False
+            memory = next(p for p in session.probes if p.name == "memory")
+            assert memory.facts["fits"] is False
+            assert memory.summary.startswith("launch command: about")
             assert app.screen.suggested_index == 0
-            assert list_walks()[0][0].data["launch_command"] == MEGATRON_70B
+            assert list_walks()[0][0].record.to_dict()["launch_command"] == MEGATRON_70B
     run(go())
 
 
@@ -518,82 +587,12 @@ def test_command_palette_offers_the_screen_actions():
     run(go())
 
 
-def test_triage_error_is_shown_not_raised():
-    from trainmedic.errors import UsageError
-
-    class Broken(FakeTriage):
-        def triage_paths(self, paths):
-            raise UsageError(f"{paths[0]}: no such file or folder")
-
-    async def go():
-        app = make_app(triage_api=Broken())
-        async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.press("ctrl+t")
-            await pilot.pause()
-            await pilot.press(*"nope.log", "enter")
-            await pilot.pause(0.3)
-            status = str(app.screen.query_one("#triage-status", Static).render())
-            assert "triage failed: nope.log: no such file or folder" in status
-            await pilot.press("escape")
-            await pilot.pause()
-            assert isinstance(app.screen, HomeScreen)
-    run(go())
-
-
-def test_failed_triage_clears_the_findings_of_the_log_before():
-    class FailsOnSecond(FakeTriage):
-        def triage_paths(self, paths):
-            from trainmedic.errors import UsageError
-
-            if paths == ["nope.log"]:
-                raise UsageError("nope.log: no such file or folder")
-            return super().triage_paths(paths)
-
-    async def go():
-        app = make_app(triage_api=FailsOnSecond())
-        async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.press("ctrl+t")
-            await pilot.pause()
-            await pilot.press(*"rank3.log", "enter")
-            await pilot.pause(0.3)
-            findings = app.screen.query_one("#findings", OptionList)
-            assert findings.option_count == 1
-            app.screen.query_one("#log-path").value = "nope.log"
-            await pilot.press("ctrl+r")
-            await pilot.pause(0.3)
-            assert "triage failed" in str(app.screen.query_one("#triage-status").render())
-            assert findings.option_count == 0 and app.screen.findings == []
-    run(go())
-
-
-def test_a_log_with_nothing_known_offers_the_triage_tree():
-    class Nothing(FakeTriage):
-        def triage_paths(self, paths):
-            return []
-
-    async def go():
-        app = make_app(triage_api=Nothing())
-        # the fixture forest has no `triage` tree: stand in for the built-in one
-        app.forest.trees["triage"] = app.forest.trees["mem"]
-        async with app.run_test(size=(100, 30)) as pilot:
-            await pilot.press("ctrl+t")
-            await pilot.pause()
-            await pilot.press(*"quiet.log", "enter")
-            await pilot.pause(0.3)
-            assert "No known failure" in str(app.screen.query_one("#triage-status").render())
-            await pilot.press("enter")
-            await pilot.pause()
-            assert isinstance(app.screen, WalkScreen)
-            assert app.screen.session.origin.tree == "triage"
-    run(go())
-
-
 def test_a_tree_broken_after_home_was_painted_ends_the_app_with_one_line():
     """Home paints from cached cards; the forest loads later. If it fails then: exit 2, no
     traceback (Textual prints an exception with __rich__ as its message)."""
     from trainmedic.errors import UsageError
     from trainmedic.tui.app import TrainmedicApp, TreesBroken
-    from trainmedic.tui.catalog import cards_from_forest
+    from trainmedic.tui.home_cards import cards_from_forest
 
     def broken():
         raise UsageError("trees/mem.yaml:3: YAML syntax")
@@ -633,7 +632,7 @@ def test_home_lists_a_walk_left_with_escape():
 def test_probes_screen_shows_each_probe():
     from trainmedic.probes.base import ProbeResult
 
-    def runner(names):
+    def runner(names, _context):
         assert names is None  # all probes
         return [*gpu_full(), ProbeResult("infiniband", "unavailable", "ibstat not found")]
 

@@ -75,13 +75,11 @@ def test_cluster_view(snap_compare, size, monkeypatch):
 
 @SIZES
 def test_triage_with_loss_curve(snap_compare, size):
-    import trainmedic.triage as triage
-
     async def run_before(pilot) -> None:
         await keys("ctrl+t")(pilot)
         log_path = pilot.app.screen.query_one("#log-path")
         log_path.value = "tests/fixtures/tui/megatron_spike_synthesised.log"
         await keys("enter")(pilot)
 
-    app = make_app(triage_api=triage)
+    app = make_app()
     assert snap_compare(app, terminal_size=size, run_before=run_before)

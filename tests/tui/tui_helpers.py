@@ -19,15 +19,16 @@ def fixture_forest():
     return forest
 
 
-def gpu_full(_names=None):
-    """A stub probe result: one GPU nearly full (suggests answer 3 of mem#when)."""
+def gpu_full(_names=None, _context=None):
+    """A stub probe runner: one GPU nearly full (suggests answer 3 of mem#when)."""
     return [ProbeResult("gpu", "warn", "GPU 3 at 99 % memory",
                         facts={"max_memory_fraction": 0.99},
                         evidence={"max_memory_fraction": "GPU 3: 79.4 of 80.0 GiB used"})]
 
 
 def make_app(**kwargs) -> TrainmedicApp:
-    kwargs.setdefault("probes", False)
+    """The app on the fixture trees; probes are on only with a stand-in runner."""
+    kwargs.setdefault("probes", "probe_runner" in kwargs)
     return TrainmedicApp(fixture_forest(), **kwargs)
 
 
@@ -38,7 +39,7 @@ class HangingProbes:
         self.release = threading.Event()
         self.calls: list[list[str] | None] = []
 
-    def __call__(self, names):
+    def __call__(self, names, _context=None):
         self.calls.append(names)
         self.release.wait(30)
         return gpu_full(names)
@@ -86,13 +87,13 @@ def cluster_run(nodes: int = 16, bad: str = "node07"):
     return FanoutRun("srun", hosts, answers, [], 4.2)
 
 
-def save_cluster_result(nodes: int = 16, bad: str = "node07", time: str = SWEEP_TIME) -> dict:
+def save_cluster_result(nodes: int = 16, bad: str = "node07", time: str = SWEEP_TIME):
     """Aggregate `cluster_run` as the CLI does and save it as the last result."""
     from trainmedic.cluster.aggregate import aggregate
     from trainmedic.cluster.store import save_last_result
 
     result = aggregate(cluster_run(nodes, bad), f"node[01-{nodes:02d}]")
-    result["time"] = time
+    result.time = time
     save_last_result(result)
     return result
 

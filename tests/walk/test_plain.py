@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from trainmedic.cli import main
-from trainmedic.state import list_walks
+from trainmedic.saved_walks import list_walks
 from trainmedic.walk import WalkSession
 
 
@@ -27,7 +27,7 @@ def test_plain_full_walk_to_fix(monkeypatch, capsys, no_builtin):
     assert "--recompute-granularity full" in out.out
     walks, skipped = list_walks()
     assert skipped == [] and len(walks) == 1
-    assert walks[0].data["current"] == "mem#recompute" and walks[0].data["finished"] is True
+    assert walks[0].record.current == "mem#recompute" and walks[0].record.finished is True
 
 
 def test_plain_back_restart_and_garbage(monkeypatch, capsys, no_builtin):
@@ -36,7 +36,7 @@ def test_plain_back_restart_and_garbage(monkeypatch, capsys, no_builtin):
     assert out.out.count("please type a number 1-4, b, r or q") == 3
     assert "(already at the first question)" in out.out
     assert "Fix: Make every rank call the same collectives" in out.out
-    data = list_walks()[0][0].data
+    data = list_walks()[0][0].record.to_dict()
     assert [s["node"] for s in data["steps"]] == ["mem#when", "hang#stuck"]
     assert data["stack"] == ["mem#when"]
 
@@ -44,28 +44,28 @@ def test_plain_back_restart_and_garbage(monkeypatch, capsys, no_builtin):
 def test_plain_return_from_linked_tree(monkeypatch, capsys, no_builtin):
     code, out = _plain(monkeypatch, capsys, no_builtin, "mem", "4\nu\nq\n")
     assert code == 0 and "u return" in out.out
-    data = list_walks()[0][0].data
+    data = list_walks()[0][0].record.to_dict()
     assert data["current"] == "mem#when" and data["stack"] == [] and data["steps"] == []
 
 
 def test_plain_eof_exits_cleanly_and_saves(monkeypatch, capsys, no_builtin):
     code, out = _plain(monkeypatch, capsys, no_builtin, "mem", "1\n")
     assert code == 0 and "Traceback" not in out.err
-    data = list_walks()[0][0].data
+    data = list_walks()[0][0].record.to_dict()
     assert data["current"] == "mem#shrink" and data["finished"] is False
 
 
 def test_plain_fix_did_not_help_goes_back(monkeypatch, capsys, no_builtin):
     code, _out = _plain(monkeypatch, capsys, no_builtin, "hang#stuck", "2\nb\nq\n")
     assert code == 0
-    assert list_walks()[0][0].data["current"] == "hang#stuck"
+    assert list_walks()[0][0].record.current == "hang#stuck"
 
 
 def test_plain_shows_probe_suggestion(forest):
     from trainmedic.plain import run_plain
     from trainmedic.probes.base import ProbeResult
 
-    def fake_runner(names):
+    def fake_runner(names, _context):
         assert names == ["memory", "gpu"]
         return [ProbeResult("gpu", "warn", "full", facts={"max_memory_fraction": 0.97},
                             evidence={"max_memory_fraction": "GPU 1: 78 of 80 GiB used"})]
@@ -78,7 +78,7 @@ def test_plain_shows_probe_suggestion(forest):
     text = out.getvalue()
     assert "3. Another process holds GPU memory  (suggested)" in text
     assert "GPU 1: 78 of 80 GiB used" in text
-    assert saved[-1]["steps"][0]["suggested"] == 2
+    assert saved[-1].steps[0].suggested == 2
 
 
 def test_answers_prints_path_and_fix(capsys, no_builtin):
@@ -124,7 +124,7 @@ def test_resume_continues_last_walk(monkeypatch, capsys, no_builtin):
     monkeypatch.setattr(sys, "stdin", io.StringIO("b\n1\nq\n"))
     assert main([*no_builtin, "walk", "--resume", "--plain"]) == 0
     walks, _ = list_walks()
-    assert len(walks) == 1 and walks[0].data["current"] == "mem#micro-batch"
+    assert len(walks) == 1 and walks[0].record.current == "mem#micro-batch"
     assert main([*no_builtin, "walk", "--resume", "nothing-like-this"]) == 2
     assert "no saved walk 'nothing-like-this'" in capsys.readouterr().err
 

@@ -110,3 +110,50 @@ def test_saved_walk_never_holds_a_token_from_the_launch_command(forest):
     saved = json.dumps(session.to_dict())
     assert "hf_abcdefghijklmnopqrstuvwxyz123456" not in saved
     assert "pretrain_gpt.py --num-layers 2" in saved
+
+
+def test_each_probe_runs_once_per_walk_unless_asked_again(forest):
+    s = WalkSession(forest, "mem")
+    assert s.take_due_probes() == ["memory", "gpu"]
+    assert s.take_due_probes() == []  # once per walk
+    assert s.take_due_probes(again=True) == ["memory", "gpu"]
+    s.answer(0)  # mem#shrink reads no probe
+    assert s.take_due_probes() == []
+
+
+def test_a_new_launch_command_makes_the_probes_that_read_it_due_again(forest):
+    s = WalkSession(forest, "mem")
+    assert s.wants_launch_command  # mem#when reads the memory probe
+    s.take_due_probes()
+    s.set_launch_command("  torchrun pretrain_gpt.py --num-layers 2\n")
+    assert s.launch_command == "torchrun pretrain_gpt.py --num-layers 2"
+    assert s.probe_context().launch_command == s.launch_command
+    assert s.take_due_probes() == ["memory"]  # the gpu probe does not read it
+
+
+def test_plain_and_answers_run_the_same_probes_with_the_walks_launch_command(forest):
+    """The three front ends share the walk's driver: same probes, same context, same record."""
+    import io
+
+    from trainmedic.plain import run_answers, run_plain
+
+    calls = []
+
+    def runner(names, context):
+        calls.append((list(names), context.launch_command))
+        fits = "small" in context.launch_command
+        return [ProbeResult("memory", "ok" if fits else "fail", "estimate",
+                            facts={"fits": fits}, evidence={"fits": f"fits = {fits}"})]
+
+    records = []
+    for drive in (lambda s: run_plain(s, io.StringIO("1\n"), io.StringIO(), probe_runner=runner,
+                                      save=records.append),
+                  lambda s: run_answers(s, [1, 1], io.StringIO(), probe_runner=runner,
+                                        save=records.append)):
+        session = WalkSession(forest, "mem")
+        session.set_launch_command("torchrun pretrain_gpt.py --huge")
+        drive(session)
+        assert session.steps[0].suggested == 0  # memory.fits == false suggests answer 1
+        assert session.steps[0].evidence[0] == "memory.fits = false (== false): fits = False"
+        assert records[-1].steps == session.steps  # and that is what was saved
+    assert calls == [(["memory", "gpu"], "torchrun pretrain_gpt.py --huge")] * 2

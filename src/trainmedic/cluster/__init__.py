@@ -1,8 +1,8 @@
 """Cluster-wide probes through Slurm (or ssh): find the node that differs.
 
-For trees and the app: `load_last_result()` gives the last saved result (or None) and
-`cluster_facts(result)` its flat facts (names and types in `CLUSTER_FACTS`). Names load on first
-use, so that declaring the facts (the probe registry, at every lint) does not import the rest.
+`sweep()` runs one sweep and returns a `ClusterResult`; `load_last_result()` gives the last saved
+one (or None). Names load on first use, so that reading a saved result does not import the
+fan-out.
 """
 
 from __future__ import annotations
@@ -12,18 +12,19 @@ from typing import TYPE_CHECKING
 from trainmedic.lazy import lazy_attributes
 
 _WHERE = {
-    "CLUSTER_FACTS": "facts",
-    "cluster_facts": "aggregate",
+    "ClusterResult": "result",
     "last_result_path": "store",
     "load_last_result": "store",
+    "save_last_result": "store",
+    "sweep": "sweep",
 }
 
-__all__ = ["CLUSTER_FACTS", "cluster_facts", "last_result_path", "load_last_result"]
+__all__ = ["ClusterResult", "last_result_path", "load_last_result", "save_last_result", "sweep"]
 
 if TYPE_CHECKING:
-    from trainmedic.cluster.aggregate import cluster_facts
-    from trainmedic.cluster.facts import CLUSTER_FACTS
-    from trainmedic.cluster.store import last_result_path, load_last_result
+    from trainmedic.cluster.result import ClusterResult
+    from trainmedic.cluster.store import last_result_path, load_last_result, save_last_result
+    from trainmedic.cluster.sweep import sweep
 
 
 __getattr__ = lazy_attributes(__name__, _WHERE)

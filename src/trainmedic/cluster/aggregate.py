@@ -15,16 +15,15 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trainmedic.cluster.hostlist import compress
+from trainmedic.cluster.result import ClusterResult, NodeAnswer, NodeFinding, Outlier, Split
 
 if TYPE_CHECKING:
-    from trainmedic.cluster.fanout import FanoutRun, NodeAnswer
-
-RESULT_VERSION = 1
+    from trainmedic.cluster.fanout import FanoutRun
 
 # Facts every node of one job should share (exact comparison, majority wins).
 CONSENSUS_FACTS = (
@@ -56,34 +55,14 @@ _ACTIONS = {
 _SEVERITY = list(_ACTIONS)
 
 
-@dataclass
-class Finding:
-    host: str
-    kind: str  # one of _ACTIONS
-    message: str
-    fact: str = ""
-
-
-@dataclass
-class Outlier:
-    fact: str
-    majority: object
-    majority_count: int
-    minority: dict[str, object]  # host -> its value
-
-
-@dataclass
-class Split:
-    fact: str
-    groups: dict[str, str]  # JSON of the value -> compressed host list
-
-
-def node_facts(payload: dict | None) -> dict[str, object]:
+def node_facts(payload: Mapping[str, Any] | None) -> dict[str, object]:
     """`probe.fact` -> value for one node, plus `probe.status`; env dicts/lists flattened."""
     facts: dict[str, object] = {}
     if not payload:
         return facts
     for probe in payload.get("probes", []):
+        if not isinstance(probe, Mapping):
+            continue
         name = probe.get("name")
         if not isinstance(name, str):
             continue
@@ -151,38 +130,38 @@ def _num(facts: dict[str, object], fact: str) -> float | None:
     return float(value)
 
 
-def absolute_findings(host: str, facts: dict[str, object]) -> list[Finding]:
+def absolute_findings(host: str, facts: dict[str, object]) -> list[NodeFinding]:
     """Faults one node has whatever the others say."""
-    found: list[Finding] = []
+    found: list[NodeFinding] = []
     count, expected = _num(facts, "gpu.count"), _num(facts, "gpu.expected")
     missing = _num(facts, "gpu.missing") or 0
     if count is not None and expected and (missing > 0 or count < expected):
-        found.append(Finding(host, "hardware", f"{count:g} of {expected:g} GPUs visible",
-                             "gpu.missing"))
+        found.append(NodeFinding(host, "hardware", f"{count:g} of {expected:g} GPUs visible",
+                                 "gpu.missing"))
     codes = facts.get("kernel-xid.codes")
     code_text = ", ".join(str(c) for c in codes) if isinstance(codes, list) and codes else ""
     if facts.get("kernel-xid.fallen_off_bus"):
-        found.append(Finding(host, "hardware", "Xid 79 in dmesg (GPU fell off the bus)",
-                             "kernel-xid.fallen_off_bus"))
+        found.append(NodeFinding(host, "hardware", "Xid 79 in dmesg (GPU fell off the bus)",
+                                 "kernel-xid.fallen_off_bus"))
     elif facts.get("kernel-xid.fatal"):
-        found.append(Finding(host, "hardware", f"fatal Xid {code_text} in dmesg",
-                             "kernel-xid.fatal"))
+        found.append(NodeFinding(host, "hardware", f"fatal Xid {code_text} in dmesg",
+                                 "kernel-xid.fatal"))
     ecc = _num(facts, "gpu.ecc_uncorrected")
     if ecc:
-        found.append(Finding(host, "hardware", f"{ecc:g} uncorrected ECC errors",
-                             "gpu.ecc_uncorrected"))
+        found.append(NodeFinding(host, "hardware", f"{ecc:g} uncorrected ECC errors",
+                                 "gpu.ecc_uncorrected"))
     if facts.get("gpu.remap_pending"):
-        found.append(Finding(host, "hardware", "row remap pending (GPU reset needed)",
-                             "gpu.remap_pending"))
+        found.append(NodeFinding(host, "hardware", "row remap pending (GPU reset needed)",
+                                 "gpu.remap_pending"))
     elif facts.get("gpu.reset_required"):
-        found.append(Finding(host, "hardware", "GPU reset required", "gpu.reset_required"))
+        found.append(NodeFinding(host, "hardware", "GPU reset required", "gpu.reset_required"))
     if facts.get("gpu.driver_ok") is False:
-        found.append(Finding(host, "hardware", "NVIDIA driver not working", "gpu.driver_ok"))
+        found.append(NodeFinding(host, "hardware", "NVIDIA driver not working", "gpu.driver_ok"))
     down, ports = _num(facts, "infiniband.ports_down"), _num(facts, "infiniband.ports")
     if down:
         of = f" of {ports:g}" if ports else ""
-        found.append(Finding(host, "hardware", f"{down:g}{of} IB ports down",
-                             "infiniband.ports_down"))
+        found.append(NodeFinding(host, "hardware", f"{down:g}{of} IB ports down",
+                                 "infiniband.ports_down"))
     return found
 
 
@@ -193,7 +172,7 @@ def _median(values: list[float]) -> float:
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
 
 
-def _memory_findings(facts_by_host: dict[str, dict[str, object]]) -> list[Finding]:
+def _memory_findings(facts_by_host: dict[str, dict[str, object]]) -> list[NodeFinding]:
     """GPU memory in use far above the typical node: something else holds it."""
     used = {h: v for h, f in facts_by_host.items() if (v := _num(f, "gpu.max_memory_used_mib"))
             is not None}
@@ -202,29 +181,29 @@ def _memory_findings(facts_by_host: dict[str, dict[str, object]]) -> list[Findin
     typical = _median(list(used.values()))
     margin = max(4096.0, typical * 0.25)  # pipeline stages differ; a stray process adds more
     return [
-        Finding(host, "stray-process",
-                f"{value / 1024:.0f} GiB GPU memory in use vs {typical / 1024:.0f} GiB typical",
-                "gpu.max_memory_used_mib")
+        NodeFinding(host, "stray-process",
+                    f"{value / 1024:.0f} GiB GPU memory in use vs {typical / 1024:.0f} GiB typical",
+                    "gpu.max_memory_used_mib")
         for host, value in used.items()
         if value > typical + margin
     ]
 
 
-def _outlier_finding(host: str, outlier: Outlier, value: object) -> Finding:
+def _outlier_finding(host: str, outlier: Outlier, value: object) -> NodeFinding:
     probe, _, name = outlier.fact.partition(".")
     shown, usual = _show(value), _show(outlier.majority)
     if probe == "env":
-        return Finding(host, "environment", f"{name}={shown} (others: {usual})", outlier.fact)
+        return NodeFinding(host, "environment", f"{name}={shown} (others: {usual})", outlier.fact)
     if outlier.fact == "gpu-processes.count":
-        return Finding(host, "stray-process", f"GPU processes: {shown} vs {usual} on the others",
-                       outlier.fact)
+        return NodeFinding(host, "stray-process",
+                           f"GPU processes: {shown} vs {usual} on the others", outlier.fact)
     if outlier.fact.startswith("gpu-processes."):
-        return Finding(host, "stray-process", f"GPU processes {name} {shown} vs {usual}",
-                       outlier.fact)
+        return NodeFinding(host, "stray-process", f"GPU processes {name} {shown} vs {usual}",
+                           outlier.fact)
     if probe == "versions" or outlier.fact == "gpu.driver_version":
         label = "driver" if outlier.fact == "gpu.driver_version" else name
-        return Finding(host, "software", f"{label} {shown} (others {usual})", outlier.fact)
-    return Finding(host, "hardware", f"{outlier.fact} {shown} (others {usual})", outlier.fact)
+        return NodeFinding(host, "software", f"{label} {shown} (others {usual})", outlier.fact)
+    return NodeFinding(host, "hardware", f"{outlier.fact} {shown} (others {usual})", outlier.fact)
 
 
 def _show(value: object) -> str:
@@ -235,7 +214,7 @@ def _show(value: object) -> str:
     return str(value)
 
 
-def _explained(host: str, fact: str, findings: list[Finding]) -> bool:
+def _explained(host: str, fact: str, findings: list[NodeFinding]) -> bool:
     """A GPU count or IB rate that differs because of a fault already named on that node."""
     if fact in ("gpu.count", "topology.gpu_count", "gpu.min_memory_total_mib"):
         return any(f.host == host and f.fact == "gpu.missing" for f in findings)
@@ -246,17 +225,17 @@ def _explained(host: str, fact: str, findings: list[Finding]) -> bool:
     return False
 
 
-def _answer_finding(answer: NodeAnswer) -> Finding | None:
+def _answer_finding(answer: NodeAnswer) -> NodeFinding | None:
     if answer.state == "ok":
         return None
-    return Finding(answer.host, answer.state, answer.detail or answer.state)
+    return NodeFinding(answer.host, answer.state, answer.detail or answer.state)
 
 
 def _probe_status_findings(facts_by_host: dict[str, dict[str, object]],
-                           known: list[Finding]) -> list[Finding]:
+                           known: list[NodeFinding]) -> list[NodeFinding]:
     """A probe that fails or is unavailable on a minority of nodes only (and nothing explains)."""
     explained = {(f.host, f.fact.partition(".")[0]) for f in known}
-    found: list[Finding] = []
+    found: list[NodeFinding] = []
     probes = {k[: -len(".status")] for f in facts_by_host.values() for k in f if
               k.endswith(".status")}
     for probe in sorted(probes):
@@ -267,11 +246,12 @@ def _probe_status_findings(facts_by_host: dict[str, dict[str, object]],
             continue
         for host, state in bad.items():
             if (host, probe) not in explained:
-                found.append(Finding(host, "probe", f"{probe} probe {state}", f"{probe}.status"))
+                found.append(NodeFinding(host, "probe", f"{probe} probe {state}",
+                                         f"{probe}.status"))
     return found
 
 
-def _verdict(host: str, findings: list[Finding]) -> str:
+def _verdict(host: str, findings: list[NodeFinding]) -> str:
     kinds = sorted({f.kind for f in findings}, key=_SEVERITY.index)
     env = [f.message for f in findings if f.kind == "environment"]
     reasons = list(dict.fromkeys(f.message for f in findings if f.kind != "environment"))
@@ -280,10 +260,10 @@ def _verdict(host: str, findings: list[Finding]) -> str:
     return f"{host}: {'; '.join(reasons)} — {_ACTIONS[kinds[0]]}"
 
 
-def aggregate(run: FanoutRun, spec: str = "") -> dict:
-    """The whole cluster result (JSON-ready): per-node answers, outliers, findings, verdicts."""
+def aggregate(run: FanoutRun, spec: str = "") -> ClusterResult:
+    """The whole cluster result: per-node answers, outliers, findings, verdicts."""
     facts_by_host = {a.host: node_facts(a.payload) for a in run.answers if a.state == "ok"}
-    findings: list[Finding] = []
+    findings: list[NodeFinding] = []
     for answer in run.answers:
         if (finding := _answer_finding(answer)) is not None:
             findings.append(finding)
@@ -303,62 +283,21 @@ def aggregate(run: FanoutRun, spec: str = "") -> dict:
 
     order = {host: i for i, host in enumerate(run.nodes)}
     findings.sort(key=lambda f: (order.get(f.host, len(order)), _SEVERITY.index(f.kind)))
-    by_host: dict[str, list[Finding]] = {}
+    by_host: dict[str, list[NodeFinding]] = {}
     for finding in findings:
         by_host.setdefault(finding.host, []).append(finding)
     verdicts = [_verdict(host, items) for host, items in by_host.items()]
-    return {
-        "version": RESULT_VERSION,
-        "time": datetime.now(UTC).isoformat(timespec="seconds"),
-        "spec": spec,
-        "method": run.method,
-        "node_count": len(run.nodes),
-        "answered": len(facts_by_host),
-        "wall_s": round(run.wall_s, 3),
-        "bad_nodes": list(by_host),
-        "verdicts": verdicts,
-        "findings": [asdict(f) for f in findings],
-        "outliers": [asdict(o) for o in outliers],
-        "splits": [asdict(s) for s in splits],
-        "nodes": [a.to_dict() for a in run.answers],
-    }
-
-
-# Facts of a cluster result, for tree rules and the app (name -> type, as declared_facts uses).
-
-
-def cluster_facts(result: dict | None) -> dict[str, object]:
-    """Flat facts of a cluster result (see CLUSTER_FACTS); {} when there is none."""
-    if not result:
-        return {}
-    findings = result.get("findings") or []
-
-    def hosts(kind: str | None = None, fact_prefix: str = "") -> list[str]:
-        return list(dict.fromkeys(
-            f["host"] for f in findings
-            if (kind is None or f.get("kind") == kind)
-            and str(f.get("fact", "")).startswith(fact_prefix)
-        ))
-
-    try:
-        age = (datetime.now(UTC) - datetime.fromisoformat(result["time"])).total_seconds()
-    except (KeyError, TypeError, ValueError):
-        age = -1.0
-    bad = list(result.get("bad_nodes") or [])
-    return {
-        "nodes": int(result.get("node_count", 0)),
-        "answered": int(result.get("answered", 0)),
-        "bad_count": len(bad),
-        "bad_nodes": bad,
-        "verdicts": list(result.get("verdicts") or []),
-        "unreachable_count": len(hosts("unreachable")) + len(hosts("no-answer")),
-        "hardware_nodes": hosts("hardware"),
-        "xid_nodes": hosts("hardware", "kernel-xid."),
-        "gpu_missing_nodes": hosts("hardware", "gpu.missing"),
-        "ib_down_nodes": hosts("hardware", "infiniband."),
-        "software_mismatch": bool(hosts("software")),
-        "env_mismatch": bool(hosts("environment")),
-        "stray_process_nodes": hosts("stray-process"),
-        "split_facts": [s.get("fact", "") for s in result.get("splits") or []],
-        "age_s": round(age, 1),
-    }
+    return ClusterResult(
+        time=datetime.now(UTC).isoformat(timespec="seconds"),
+        spec=spec,
+        method=run.method,
+        node_count=len(run.nodes),
+        answered=len(facts_by_host),
+        wall_s=round(run.wall_s, 3),
+        bad_nodes=list(by_host),
+        verdicts=verdicts,
+        findings=findings,
+        outliers=outliers,
+        splits=splits,
+        nodes=list(run.answers),
+    )

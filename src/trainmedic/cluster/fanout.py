@@ -27,37 +27,16 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any
 
 from trainmedic.cluster import hostlist
+from trainmedic.cluster.result import NodeAnswer
 from trainmedic.errors import UsageError
-
-AnswerState = Literal["ok", "no-answer", "garbage", "unreachable", "error"]
 
 FANOUT_WIDTH = 32  # ssh sessions at once: enough to be quick, few enough not to trip sshd limits
 DEFAULT_NODE_TIMEOUT = 60.0
 SSH_CONNECT_TIMEOUT = 10
 _QUERY_TIMEOUT = 15.0  # squeue / scontrol
-
-
-@dataclass
-class NodeAnswer:
-    """What one node said (or why it said nothing)."""
-
-    host: str
-    state: AnswerState
-    payload: dict | None = None  # the node's `trainmedic probe --json` object
-    detail: str = ""  # one line: why the state is not ok
-    duration_s: float = 0.0
-
-    def to_dict(self) -> dict:
-        return {
-            "host": self.host,
-            "state": self.state,
-            "detail": self.detail,
-            "duration_s": round(self.duration_s, 3),
-            "result": self.payload,
-        }
 
 
 @dataclass
@@ -128,12 +107,13 @@ def resolve_nodes(spec: str, job: str | None) -> tuple[list[str], bool]:
         if job:
             nodelist = job_nodelist(job)
         else:
-            nodelist = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
-            if not nodelist:
+            found = os.environ.get("SLURM_JOB_NODELIST") or os.environ.get("SLURM_NODELIST")
+            if not found:
                 raise UsageError(
                     "--nodes slurm: SLURM_JOB_NODELIST is not set; run inside an allocation "
                     "or add --job ID"
                 )
+            nodelist = found
         return hostlist.expand(nodelist), True
     return hostlist.expand(spec), False
 
@@ -142,7 +122,7 @@ def resolve_nodes(spec: str, job: str | None) -> tuple[list[str], bool]:
 # Reading what a node printed
 
 
-def parse_payload(text: str) -> dict | None:
+def parse_payload(text: str) -> dict[str, Any] | None:
     """The probe JSON object in a node's stdout, or None when it is not one."""
     text = text.strip()
     if not text:

@@ -1,4 +1,4 @@
-"""The last cluster result on disk, so trees and the app can use it after the command ended.
+"""The last cluster result on disk, so trees and the app can use it after the sweep ended.
 
 Written atomically (temporary file in the same folder, then rename): a reader never sees half a
 file, even when two fan-outs finish together.
@@ -9,27 +9,28 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trainmedic.state import state_dir, write_json_atomic
-
-LAST_RESULT_NAME = "cluster-last.json"
+from trainmedic.cluster.result import ClusterResult
+from trainmedic.state import cluster_result_path, write_json_atomic
 
 
 def last_result_path() -> Path:
-    return state_dir() / LAST_RESULT_NAME
+    return cluster_result_path()
 
 
-def save_last_result(result: dict) -> Path:
+def save_last_result(result: ClusterResult) -> Path:
     """Write the result atomically; returns its path. Raises OSError when the folder is unusable."""
     path = last_result_path()
-    write_json_atomic(path, result)
+    write_json_atomic(path, result.to_dict())
     return path
 
 
-def load_last_result() -> dict | None:
+def load_last_result() -> ClusterResult | None:
     """The last saved cluster result, or None when there is none or it is unreadable."""
     try:
         with last_result_path().open(encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and "bad_nodes" in data else None
+    if not isinstance(data, dict) or "bad_nodes" not in data:
+        return None
+    return ClusterResult.from_dict(data)

@@ -16,8 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainmedic.trees.forest import builtin_tree_dir, load_files, load_forest, tree_files
-    from trainmedic.trees.lint import lint_forest
+    from trainmedic.probes.registry import declared_facts
+    from trainmedic.trees.forest import load_forest, shown_path
+    from trainmedic.trees.lint import lint_forest, only_files
+    from trainmedic.trees.paths import builtin_tree_dir, tree_files
     from trainmedic.triage.signatures import lint_hooks
 
     hooks = lint_hooks()  # the triage program's hooks and analyses, which signatures name
@@ -25,13 +27,12 @@ def run(args: argparse.Namespace) -> int:
     if args.paths:
         files = list(tree_files(Path(p) for p in args.paths + list(args.trees)))
         forest = load_forest(files)
-        mine = load_files(files)
-        shown = {t.file for t in mine.trees.values()} | {p.file for p in mine.problems}
-        problems = [p for p in lint_forest(forest, hooks=hooks) if p.file in shown]
+        problems = only_files(lint_forest(forest, declared_facts(), hooks=hooks),
+                              {shown_path(f) for f in files})
         checked = len(files)
     else:
         forest = load_forest(args.trees)
-        problems = lint_forest(forest, hooks=hooks)
+        problems = lint_forest(forest, declared_facts(), hooks=hooks)
         checked = sum(1 for _ in tree_files([builtin_tree_dir()])) + sum(
             1 for _ in tree_files(Path(p) for p in args.trees))
     errors = sum(p.severity == "error" for p in problems)

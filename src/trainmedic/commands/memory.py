@@ -5,9 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 
+from trainmedic.commands.memory_args import (
+    add_common_arguments,
+    capacity_from_args,
+    load_config,
+    split_argv,
+)
 from trainmedic.memory.checks import run_checks
-from trainmedic.memory.inputs import add_common_arguments, capacity_from_args, load_config
 from trainmedic.memory.model import estimate
+from trainmedic.memory.suggest import add_suggestions
+
+__all__ = ["add_arguments", "run", "split_argv"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,14 +25,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     cfg, _cmd = load_config(args)
     capacity, source = capacity_from_args(args)
-    report = estimate(cfg, capacity_mib=capacity, capacity_source=source)
+    report = add_suggestions(estimate(cfg, capacity_mib=capacity, capacity_source=source))
     report.checks = run_checks(cfg)
     if args.json:
         from trainmedic.commands.outputs import stamped
 
         print(json.dumps(stamped("memory", report.to_dict()), indent=2))
     else:
-        from trainmedic.memory.render import print_memory
+        from trainmedic.commands.memory_output import print_memory
 
         print_memory(report)
     return 0

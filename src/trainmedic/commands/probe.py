@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--list", action="store_true", help="list the probes and their facts")
     # the fan-out options live with the fan-out so the two stay in step
-    from trainmedic.cluster.command import add_cluster_arguments
+    from trainmedic.commands.probe_nodes import add_cluster_arguments
 
     add_cluster_arguments(parser)
 
@@ -85,8 +85,8 @@ def _print_table(results: list[ProbeResult], verbose: bool, include_raw: bool) -
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.nodes or args.job:
-        from trainmedic.cluster.command import run_nodes
+    if args.nodes is not None or args.job:  # `--nodes ''` is a usage error, not "local"
+        from trainmedic.commands.probe_nodes import run_nodes
 
         if args.timeout is not None:  # it would be silently ignored on the nodes
             raise UsageError("--timeout limits local probes; with --nodes/--job use "

@@ -5,9 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from trainmedic.errors import UsageError
+from trainmedic.textsafe import inert_line
+
+if TYPE_CHECKING:
+    from trainmedic.probes.base import ProbeResult
+    from trainmedic.saved_walks import Skipped
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,30 +27,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the probes now and report their results (replacing saved ones)")
     parser.add_argument("--json", action="store_true", help="the report's data as JSON")
     parser.add_argument("--list", action="store_true", help="list saved walks, newest first")
+    parser.add_argument("--force", action="store_true",
+                        help="with -o: replace an existing file that trainmedic did not write")
 
 
-def _warn_skipped(skipped) -> None:
+def _warn_skipped(skipped: Iterable[Skipped]) -> None:
     for item in skipped:
-        print(f"trainmedic: warning: {item}", file=sys.stderr)
+        print(f"trainmedic: warning: {inert_line(str(item))}", file=sys.stderr)
 
 
 def _list(as_json: bool) -> int:
-    from trainmedic.state import list_walks
+    from trainmedic.saved_walks import list_walks
 
     walks, skipped = list_walks()
     _warn_skipped(skipped)
-    rows = [{"id": w.id, "tree": str(w.data.get("tree", "")),
-             "updated": str(w.data.get("updated", "")), "finished": bool(w.data.get("finished")),
-             "steps": len(w.data.get("steps") or []), "path": str(w.path)} for w in walks]
+    rows = [{"id": w.id, "tree": w.record.tree, "updated": w.record.updated,
+             "finished": w.record.finished, "steps": len(w.record.steps), "path": str(w.path)}
+            for w in walks]
     if as_json:
         json.dump({"walks": rows, "skipped": [{"path": str(s.path), "reason": s.reason}
                                               for s in skipped]}, sys.stdout, indent=2)
         print()
     elif not rows:
         print("no saved walks", file=sys.stderr)
-    for row in [] if as_json else rows:
+    for row in [] if as_json else rows:  # saved files are data: a crafted one holds anything
         done = "fix reached" if row["finished"] else "unfinished"
-        print(f"{row['id']}  {row['tree']}  {row['updated']}  {row['steps']} step(s), {done}")
+        print(inert_line(f"{row['id']}  {row['tree']}  {row['updated']}  ")
+              + f"{row['steps']} step(s), {done}")
     return 0
 
 
@@ -51,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         return _list(args.json)
     from trainmedic.export.report import build_report, render_report
-    from trainmedic.state import find_walk
+    from trainmedic.saved_walks import find_walk
     from trainmedic.trees import load_forest
 
     saved, skipped = find_walk(args.session)
@@ -65,22 +75,23 @@ def run(args: argparse.Namespace) -> int:
         from trainmedic.export.repoinfo import repo_info
 
         repo = repo_info(args.repo)
-    fresh = None
-    if args.probe:
+    fresh: list[ProbeResult] = []
+    if args.probe:  # with what the walk knows: its launch command, for the memory estimate
         from trainmedic.probes.runner import run_probes
 
-        fresh = run_probes(None)
+        fresh = run_probes(None, saved.record.probe_context())
     forest = load_forest(args.trees)  # a report must work even while some tree has errors
     if args.json:
-        text = json.dumps(build_report(saved.data, forest, repo=repo, fresh_probes=fresh),
-                          indent=2, ensure_ascii=False) + "\n"
+        data = {"generated_by": "trainmedic report",
+                **build_report(saved.record, forest, repo=repo, fresh_probes=fresh)}
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     else:
-        text = render_report(saved.data, forest, repo=repo, fresh_probes=fresh)
+        text = render_report(saved.record, forest, repo=repo, fresh_probes=fresh)
     if args.output:
-        try:
-            Path(args.output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
+        from trainmedic.safefile import write_output
+
+        # 0600: a report holds host names, the launch command and log lines
+        write_output(Path(args.output), text, force=args.force, private=True)
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -3,8 +3,9 @@
 Exit status: 1 when it reports a finding (with `--fail-on`, one of that kind or stronger), 0
 only when the logs hold no error, 2 when nothing in the input was readable as a log. A log with
 an error no signature knows is never called clean: it gets a finding marked as a guess. The
-signatures come from the trees, user trees under `--trees` included. Never imports Textual;
-rich only when printing for a human.
+signatures come from the trees, user trees under `--trees` included. Sources read only in part
+(binary data, a decompression bomb) are warned about, and a run that found nothing but could
+not read everything exits 2. Never imports Textual; rich only when printing for a human.
 """
 
 from __future__ import annotations
@@ -44,8 +45,12 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _print_human(report, show_all=args.all)
+    for note in report.notes:  # made inert by the scanner
+        print(f"trainmedic: warning: {note}", file=sys.stderr)
     failing = _FAILING[getattr(args, "fail_on", "any")]
-    return 1 if any(f.kind in failing for f in report.findings) else 0
+    if any(f.kind in failing for f in report.findings):
+        return 1
+    return 2 if report.notes and not report.findings else 0
 
 
 def _print_human(report, *, show_all: bool) -> None:
@@ -96,5 +101,14 @@ def _print_loss(console, report, escape) -> None:
     from trainmedic.triage.sparkline import sparkline
 
     line = sparkline([v for _s, v in loss.points], width=60)
-    console.print(f"loss ({loss.source}, {loss.count} points, steps {loss.first_step}.."
+    what = ", ".join(x for x in (loss.source, loss.framework if loss.framework != loss.source
+                                 else None) if x)
+    every = f", every {loss.log_interval} steps" if loss.log_interval > 1 else ""
+    console.print(f"loss ({what}, {loss.count} points{every}, steps {loss.first_step}.."
                   f"{loss.last_step}): {escape(line)}")
+    if loss.recoveries:
+        rec = loss.recoveries[0]
+        how = f"{rec.text}: {rec.command}" if rec.command else rec.text
+        console.print(f"way back ({rec.framework}): {escape(how)}")
+        for note in rec.notes:
+            console.print(f"  [dim]{escape(note)}[/]")

@@ -6,10 +6,15 @@ Parsing imports nothing heavy: Textual is imported only when the TUI actually st
 from __future__ import annotations
 
 import argparse
-import os
 import sys
+from typing import TYPE_CHECKING
 
+from trainmedic.commands import interactive_terminal
 from trainmedic.errors import UsageError
+
+if TYPE_CHECKING:
+    from trainmedic.trees import Forest
+    from trainmedic.walk import WalkSession
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,8 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --answers: print the walk as JSON")
 
 
-def _resume(forest, name: str):
-    from trainmedic.state import find_walk
+def _resume(forest: Forest, name: str) -> WalkSession:
+    from trainmedic.saved_walks import find_walk
     from trainmedic.walk import WalkSession
 
     saved, skipped = find_walk(name or None)
@@ -36,14 +41,7 @@ def _resume(forest, name: str):
         print(f"trainmedic: warning: {item}", file=sys.stderr)
     if saved is None:
         raise UsageError(f"no saved walk '{name}'" if name else "no saved walk to resume")
-    return WalkSession.from_dict(forest, saved.data)
-
-
-def _wants_plain(args: argparse.Namespace) -> bool:
-    if args.plain:
-        return True
-    dumb = os.environ.get("TERM", "") == "dumb"
-    return dumb or not (sys.stdin.isatty() and sys.stdout.isatty())
+    return WalkSession.from_record(forest, saved.record)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,15 +63,17 @@ def run(args: argparse.Namespace) -> int:
     session = (_resume(forest, args.resume) if args.resume is not None
                else WalkSession(forest, args.target))
 
+    from trainmedic.walk import default_probe_runner
+
+    runner = None if args.no_probes else default_probe_runner()
     if answers is not None:
         from trainmedic.plain import run_answers
 
-        return run_answers(session, answers, sys.stdout, as_json=args.json)
-    if _wants_plain(args):
-        from trainmedic.plain import load_probe_runner, run_plain
+        return run_answers(session, answers, sys.stdout, as_json=args.json, probe_runner=runner)
+    if args.plain or not interactive_terminal():
+        from trainmedic.plain import run_plain
 
-        runner = None if args.no_probes else load_probe_runner()
         return run_plain(session, sys.stdin, sys.stdout, probe_runner=runner)
-    from trainmedic.tui.launch import run_walk
+    from trainmedic.tui.start import run_walk
 
     return run_walk(forest, session, probes=not args.no_probes)

@@ -14,8 +14,8 @@ from trainmedic.trees import Fix, Forest, Question, Text, Tree, builtin_tree_dir
 def text(value: Text | str | None) -> object:
     if value is None:
         return None
-    translations = getattr(value, "translations", {}) or {}
-    if translations:
+    if isinstance(value, Text) and value.translations:
+        translations = value.translations
         return {"en": str(value), **{k: translations[k] for k in sorted(translations)}}
     return str(value)
 

@@ -1,23 +1,36 @@
 """The incident report of a saved walk: what was asked, what was found, what to attach.
 
-It works from the saved session dict (contracts §5), not from the walk engine's objects, so a
-walk saved by any front end (or by an older version) can be reported. The data is gathered into
-one plain dict (`build_report`, also the `--json` form) and then rendered as Markdown. Secrets are
-removed twice: structurally (secret-named facts, `--api-key VALUE` flags) and by a last pass of
-`redact_text` over every string and over the whole rendered page.
+It works from the saved walk (`WalkRecord`), not from a live session, so a walk saved by any
+front end (or by an older version) can be reported, and the app's `i` and `trainmedic report`
+print the same page. The report's parts are gathered once (`_Report`); `build_report` gives them
+as plain data (the `--json` form), `render_report` as Markdown. Secrets are removed twice:
+structurally (secret-named facts, `--api-key VALUE` flags) and by a last pass of `redact_text`
+over every string and over the whole rendered page. A saved walk is data (a crafted one may hold
+anything): every string is made inert, and every field goes through the Markdown escaping of
+`export/markdown.py`.
 """
 
 from __future__ import annotations
 
+import html
 import json
-import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
-from trainmedic.export.markdown import fence, one_line, prose
+from trainmedic.export.escalation import MINIMUM, Ask
+from trainmedic.export.markdown import code_span, fence, one_line, prose
 from trainmedic.redact import REDACTED, is_secret_name, redact_command, redact_text
+from trainmedic.textsafe import inert
 from trainmedic.trees import Fix, Forest, Question
 from trainmedic.trees.danger import mark_line
+
+if TYPE_CHECKING:
+    from trainmedic.export.repoinfo import RepoInfo
+    from trainmedic.probes.base import ProbeResult
+    from trainmedic.saved_walks import StepRecord, WalkRecord
+    from trainmedic.triage.attachment import TriageAttachment
+    from trainmedic.triage.report import Finding
 
 VERSION_FACTS = (("torch", "PyTorch"), ("torch_cuda", "CUDA (PyTorch build)"),
                  ("nccl", "NCCL"), ("transformer_engine", "TransformerEngine"),
@@ -30,272 +43,285 @@ def redact_deep(value: Any, key: str = "") -> Any:
     if key and is_secret_name(key) and not isinstance(value, bool | int | float | type(None)):
         return REDACTED
     if isinstance(value, str):
-        return redact_text(value)
+        return inert(redact_text(value))
     if isinstance(value, Mapping):
-        return {str(k): redact_deep(v, str(k)) for k, v in value.items()}
+        return {inert(str(k)): redact_deep(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact_deep(v) for v in value]
     return value
 
 
-def _node(forest: Forest | None, ref_text: str) -> tuple[str, str, Question | Fix | None]:
-    tree_id, _, node_id = str(ref_text).partition("#")
+def _node(forest: Forest | None, ref_text: str) -> Question | Fix | None:
+    tree_id, _, node_id = ref_text.partition("#")
     if forest is None or tree_id not in forest.trees:
-        return tree_id, node_id, None
+        return None
     tree = forest.trees[tree_id]
-    return tree_id, node_id or tree.start, tree.nodes.get(node_id or tree.start)
+    return tree.nodes.get(node_id or tree.start)
 
 
-def _path(session: Mapping, forest: Forest | None) -> list[dict]:
-    steps = []
-    for step in session.get("steps") or []:
-        if not isinstance(step, Mapping):
-            continue
-        _, _, node = _node(forest, str(step.get("node", "")))
-        suggested = step.get("suggested")
+@dataclass(frozen=True)
+class PathStep:
+    """One answered question as the report tells it."""
+
+    node: str
+    question: str
+    answer: int
+    answer_text: str
+    goto: str
+    suggested: int | None
+    suggested_text: str | None  # the suggested answer's text, when the trees still have it
+    followed_suggestion: bool
+    evidence: list[str]
+
+    @classmethod
+    def of(cls, step: StepRecord, forest: Forest | None) -> PathStep:
+        node = _node(forest, step.node)
         suggested_text = None
-        if isinstance(suggested, int) and isinstance(node, Question) \
-                and 0 <= suggested < len(node.answers):
-            suggested_text = str(node.answers[suggested].text)
-        steps.append({
-            "node": str(step.get("node", "")), "question": str(step.get("question", "")),
-            "answer": step.get("answer"), "answer_text": str(step.get("answer_text", "")),
-            "goto": str(step.get("goto", "")), "suggested": suggested,
-            "suggested_text": suggested_text,
-            "followed_suggestion": suggested is not None and suggested == step.get("answer"),
-            "evidence": [str(e) for e in step.get("evidence") or []],
-        })
-    return steps
+        if step.suggested is not None and isinstance(node, Question) \
+                and 0 <= step.suggested < len(node.answers):
+            suggested_text = str(node.answers[step.suggested].text)
+        return cls(step.node, step.question, step.answer, step.answer_text, step.goto,
+                   step.suggested, suggested_text, step.suggested == step.answer,
+                   list(step.evidence))
 
 
-def _outcome(session: Mapping, forest: Forest | None) -> dict:
-    current = str(session.get("current", ""))
-    _, _, node = _node(forest, current)
-    if isinstance(node, Fix):
-        return {"kind": "fix", "node": current, "title": str(node.fix), "why": str(node.why),
-                "steps": [{"do": str(s.do), "code": s.code, "lang": s.lang,
-                           "mark": mark_line(s.danger, s.needs)} for s in node.steps],
-                "verify": str(node.verify) if node.verify else None,
-                "myth": str(node.myth) if node.myth else None}
-    if isinstance(node, Question):
-        return {"kind": "question", "node": current, "title": str(node.question)}
-    return {"kind": "unknown", "node": current, "title": ""}
+@dataclass(frozen=True)
+class CodeStep:
+    do: str
+    code: str | None
+    lang: str | None
+    mark: str | None = None  # the warning before a disruptive or privileged command
 
 
-def _probe_facts(probes: list[dict], name: str) -> dict:
-    for probe in probes:
-        if probe.get("name") == name and isinstance(probe.get("facts"), Mapping):
-            return dict(probe["facts"])
-    return {}
+@dataclass(frozen=True)
+class Outcome:
+    """Where the walk ended: a fix (with its steps), a question, or a node the trees lost."""
+
+    kind: str  # "fix", "question" or "unknown"
+    node: str
+    title: str
+    why: str | None = None
+    steps: tuple[CodeStep, ...] = ()
+    verify: str | None = None
+    myth: str | None = None
+
+    @classmethod
+    def of(cls, current: str, forest: Forest | None) -> Outcome:
+        node = _node(forest, current)
+        if isinstance(node, Fix):
+            return cls("fix", current, str(node.fix), str(node.why),
+                       tuple(CodeStep(str(s.do), s.code, s.lang, mark_line(s.danger, s.needs))
+                             for s in node.steps),
+                       str(node.verify) if node.verify else None,
+                       str(node.myth) if node.myth else None)
+        if isinstance(node, Question):
+            return cls("question", current, str(node.question))
+        return cls("unknown", current, "")
 
 
-def merge_probes(saved: list, fresh: list) -> list[dict]:
+@dataclass(frozen=True)
+class ChecklistItem:
+    item: str
+    done: bool
+    value: str
+    hint: str
+
+
+def merge_probes(saved: Iterable[ProbeResult], fresh: Iterable[ProbeResult]) -> list[ProbeResult]:
     """Latest result per probe name: fresh results replace the saved ones, order kept."""
-    merged: dict[str, dict] = {}
+    merged: dict[str, ProbeResult] = {}
     for probe in [*saved, *fresh]:
-        data = probe if isinstance(probe, Mapping) else probe.to_dict()
-        if isinstance(data, Mapping) and "name" in data:
-            merged[str(data["name"])] = dict(data)
+        merged[probe.name] = probe
     return list(merged.values())
 
 
-def _triage(raw: object) -> dict | None:
-    """The saved triage with anything malformed dropped (a hand-edited file must not crash)."""
-    if not isinstance(raw, Mapping):
-        return None
-    findings = raw.get("findings") if isinstance(raw.get("findings"), list) else []
-    files = raw.get("files") if isinstance(raw.get("files"), list) else []
-    clean = []
-    for finding in findings:
-        if not isinstance(finding, Mapping):
-            continue
-        evidence = finding.get("evidence") if isinstance(finding.get("evidence"), list) else []
-        ranks = finding.get("ranks") if isinstance(finding.get("ranks"), list) else []
-        clean.append({**finding, "evidence": [e for e in evidence if isinstance(e, Mapping)],
-                      "ranks": ranks})
-    return {**raw, "findings": clean, "files": [str(f) for f in files]}
+def _probe_facts(probes: list[ProbeResult], name: str) -> dict[str, object]:
+    return next((dict(p.facts) for p in probes if p.name == name), {})
 
 
-def _checklist(session: Mapping, probes: list[dict], triage: Mapping | None,
-               repo: Mapping | None) -> list[dict]:
-    versions = _probe_facts(probes, "versions")
-    env = _probe_facts(probes, "env")
-    known = [f"{label} {versions[key]}" for key, label in VERSION_FACTS[:4] if versions.get(key)]
-    missing = [label for key, label in VERSION_FACTS[:4] if not versions.get(key)]
-    launch = str(session.get("launch_command") or "")
-    nccl_debug = str(env.get("nccl_debug", "") or "")
-    log_files = [str(f) for f in (triage or {}).get("files") or []]
-    log_value = []
-    if nccl_debug:
-        log_value.append(f"NCCL_DEBUG={nccl_debug} in the probed environment")
-    if log_files:
-        log_value.append("triaged logs: " + ", ".join(log_files))
-    return [
-        {"item": "Framework commit (Megatron-LM or the framework you run)",
-         "done": repo is not None, "value": _repo_text(repo),
-         "hint": "rerun with --repo PATH, or: git -C PATH rev-parse HEAD"},
-        {"item": "PyTorch / CUDA / NCCL / TransformerEngine versions",
-         "done": not missing, "value": ", ".join(known)
-         + (f" (unknown: {', '.join(missing)})" if known and missing else ""),
-         "hint": "rerun with --probe, or run `trainmedic probe versions --json`"},
-        {"item": "The full launch command, copied as run", "done": bool(launch.strip()),
-         "value": "below" if launch.strip() else "",
-         "hint": "paste the exact command (sbatch script, torchrun line, environment)"},
-        {"item": "Complete logs with NCCL_DEBUG=INFO and TORCH_DISTRIBUTED_DEBUG=DETAIL",
-         "done": False, "value": "; ".join(log_value),
-         "hint": "export NCCL_DEBUG=INFO TORCH_DISTRIBUTED_DEBUG=DETAIL, rerun, attach every "
-                 "rank's log"},
-        {"item": "Does it reproduce with a smaller configuration (TP=1 PP=1)?", "done": False,
-         "value": "", "hint": "answer yes/no"},
-        {"item": "Does it reproduce in an NGC PyTorch container?", "done": False, "value": "",
-         "hint": "answer yes/no, with the image tag"},
-    ]
-
-
-def _repo_text(repo: Mapping | None) -> str:
-    if not repo:
+def _repo_text(repo: RepoInfo | None) -> str:
+    if repo is None:
         return ""
-    state = "dirty: uncommitted changes" if repo.get("dirty") else "clean"
-    return f"{repo.get('commit', '')} ({state}) in {repo.get('path', '')}"
+    state = "dirty: uncommitted changes" if repo.dirty else "clean"
+    return f"{repo.commit} ({state}) in {repo.path}"
 
 
-def build_report(session: Mapping, forest: Forest | None, *, repo: Any = None,
-                 fresh_probes: list | None = None) -> dict:
+def _checklist_item(ask: Ask, walk: WalkRecord, probes: list[ProbeResult],
+                    repo: RepoInfo | None) -> ChecklistItem:
+    assert ask.checklist is not None
+    done, value = False, ""
+    if ask.fill == "repo":
+        done, value = repo is not None, _repo_text(repo)
+    elif ask.fill == "versions":
+        versions = _probe_facts(probes, "versions")
+        known = [f"{label} {versions[key]}" for key, label in VERSION_FACTS[:4]
+                 if versions.get(key)]
+        missing = [label for key, label in VERSION_FACTS[:4] if not versions.get(key)]
+        done = not missing
+        value = ", ".join(known) + (f" (unknown: {', '.join(missing)})"
+                                    if known and missing else "")
+    elif ask.fill == "launch":
+        done = bool(walk.launch_command.strip())
+        value = "below" if done else ""
+    elif ask.fill == "logs":
+        parts = []
+        nccl_debug = str(_probe_facts(probes, "env").get("nccl_debug") or "")
+        if nccl_debug:
+            parts.append(f"NCCL_DEBUG={nccl_debug} in the probed environment")
+        if walk.triage is not None and walk.triage.files:
+            parts.append("triaged logs: " + ", ".join(walk.triage.files))
+        value = "; ".join(parts)  # logs are never "done": only people know they are complete
+    return ChecklistItem(ask.checklist, done, value, ask.hint)
+
+
+class _Report:
+    """Everything the report says, gathered once from the saved walk."""
+
+    def __init__(self, walk: WalkRecord, forest: Forest | None, repo: RepoInfo | None,
+                 fresh_probes: Iterable[ProbeResult]) -> None:
+        self.walk = walk
+        tree = forest.trees.get(walk.tree) if forest is not None else None
+        self.tree_title = str(tree.title) if tree else walk.tree
+        self.outcome = Outcome.of(walk.current, forest)
+        self.path = [PathStep.of(step, forest) for step in walk.steps]
+        self.probes = merge_probes(walk.probes, fresh_probes)
+        self.triage: TriageAttachment | None = walk.triage
+        self.repo = repo
+        self.checklist = [_checklist_item(ask, walk, self.probes, repo)
+                          for ask in MINIMUM if ask.checklist is not None]
+        self.launch_command = redact_command(walk.launch_command)
+
+    def to_dict(self) -> dict[str, Any]:
+        walk = self.walk
+        return redact_deep({
+            "walk": {"id": walk.id, "tree": walk.tree, "tree_title": self.tree_title,
+                     "started": walk.started, "updated": walk.updated,
+                     "finished": walk.finished, "current": walk.current},
+            "outcome": asdict(self.outcome),
+            "path": [asdict(step) for step in self.path],
+            "probes": [p.to_dict() for p in self.probes],
+            "triage": self.triage.to_dict() if self.triage is not None else None,
+            "repo": self.repo.to_dict() if self.repo is not None else None,
+            "checklist": [asdict(item) for item in self.checklist],
+            "launch_command": self.launch_command,
+            "notes": walk.notes,
+        })
+
+
+def build_report(walk: WalkRecord, forest: Forest | None, *, repo: RepoInfo | None = None,
+                 fresh_probes: Iterable[ProbeResult] = ()) -> dict[str, Any]:
     """Everything the report says, as plain redacted data (the `--json` form)."""
-    tree_id = str(session.get("tree") or str(session.get("current", "")).partition("#")[0])
-    tree = forest.trees.get(tree_id) if forest is not None else None
-    probes = merge_probes([p for p in session.get("probes") or [] if isinstance(p, Mapping)],
-                          list(fresh_probes or []))
-    triage = _triage(session.get("triage"))
-    repo_data = repo.to_dict() if hasattr(repo, "to_dict") else repo
-    data = {
-        "walk": {"id": str(session.get("id", "")), "tree": tree_id,
-                 "tree_title": str(tree.title) if tree else tree_id,
-                 "started": str(session.get("started", "")),
-                 "updated": str(session.get("updated", "")),
-                 "finished": bool(session.get("finished")),
-                 "current": str(session.get("current", ""))},
-        "outcome": _outcome(session, forest),
-        "path": _path(session, forest),
-        "probes": probes,
-        "triage": triage,
-        "repo": repo_data,
-        "checklist": _checklist(session, probes, triage, repo_data),
-        "launch_command": redact_command(str(session.get("launch_command") or "")),
-        "notes": str(session.get("notes") or ""),
-    }
-    return redact_deep(data)
+    return _Report(walk, forest, repo, fresh_probes).to_dict()
 
 
-def code_span(text: str) -> str:
-    """Inline code that survives backticks in the text."""
-    text = " ".join(str(text).split())
-    longest = max((len(r) for r in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    pad = " " if text.startswith("`") or text.endswith("`") else ""
-    return f"{ticks}{pad}{text}{pad}{ticks}"
-
-
-def render_report(session: Mapping, forest: Forest | None, *, repo: Any = None,
-                  fresh_probes: list | None = None) -> str:
+def render_report(walk: WalkRecord, forest: Forest | None, *, repo: RepoInfo | None = None,
+                  fresh_probes: Iterable[ProbeResult] = ()) -> str:
     """The Markdown incident report (what the TUI's "report" key shows and saves)."""
-    data = build_report(session, forest, repo=repo, fresh_probes=fresh_probes)
-    walk = data["walk"]
-    out = [f"# Incident report: {one_line(walk['tree_title'])}", "",
-           f"Walk {code_span(walk['id'])} of tree {code_span(walk['tree'])}, started "
-           f"{walk['started'] or 'unknown'}, last step {walk['updated'] or 'unknown'}; "
-           + ("it reached a fix." if walk["finished"] else "it did not reach a fix."), "",
-           "Secrets were redacted by pattern; read this before you attach it anywhere.", ""]
-    out += _render_outcome(data["outcome"])
-    out += _render_path(data["path"])
-    out += _render_probes(data["probes"])
-    out += _render_triage(data["triage"])
-    out += _render_checklist(data)
-    if data["notes"].strip():
-        out += ["## Notes", "", prose(data["notes"]), ""]
-    return redact_text("\n".join(out).rstrip("\n") + "\n")
+    report = _Report(walk, forest, repo, fresh_probes)
+    out = [f"# Incident report: {one_line(report.tree_title)}", "",
+           f"Walk {code_span(walk.id)} of tree {code_span(walk.tree)}, started "
+           f"{one_line(walk.started or 'unknown')}, last step "
+           f"{one_line(walk.updated or 'unknown')}; "
+           + ("it reached a fix." if walk.finished else "it did not reach a fix."), "",
+           "Secrets were redacted by pattern; read this before you attach it anywhere.", "",
+           "<!-- Generated by trainmedic report; secrets redacted by pattern. -->", ""]
+    out += _render_outcome(report.outcome)
+    out += _render_path(report.path)
+    out += _render_probes(report.probes)
+    out += _render_triage(report.triage)
+    out += _render_checklist(report.checklist, report.launch_command)
+    if walk.notes.strip():
+        out += ["## Notes", "", prose(walk.notes), ""]
+    return inert(redact_text("\n".join(out).rstrip("\n") + "\n"))
 
 
-def _render_outcome(outcome: dict) -> list[str]:
+def _render_outcome(outcome: Outcome) -> list[str]:
     out = ["## Outcome", ""]
-    if outcome["kind"] == "fix":
-        out += [f"Fix reached: **{one_line(outcome['title'])}** ({code_span(outcome['node'])}).",
-                "", f"**Why.** {prose(outcome['why'])}", ""]
-        for index, step in enumerate(outcome["steps"], start=1):
-            out.append(f"{index}. {one_line(step['do'])}")
-            if step.get("mark"):
-                out += ["", f"   > **{one_line(step['mark'])}**"]
-            if step["code"]:
+    if outcome.kind == "fix":
+        out += [f"Fix reached: **{one_line(outcome.title)}** ({code_span(outcome.node)}).",
+                "", f"**Why.** {prose(outcome.why or '')}", ""]
+        for index, step in enumerate(outcome.steps, start=1):
+            out.append(f"{index}. {one_line(step.do)}")
+            if step.mark:
+                out += ["", f"   > **{one_line(step.mark)}**"]
+            if step.code:
                 out += ["", *("   " + line if line else "" for line in
-                              fence(step["code"], step["lang"] or "bash"))]
+                              fence(step.code, step.lang or "bash"))]
             out.append("")
-        if outcome["verify"]:
-            out += [f"**Verify.** {prose(outcome['verify'])}", ""]
-    elif outcome["kind"] == "question":
-        out += [f"The walk stopped at a question ({code_span(outcome['node'])}): "
-                f"{one_line(outcome['title'])}", ""]
+        if outcome.verify:
+            out += [f"**Verify.** {prose(outcome.verify)}", ""]
+    elif outcome.kind == "question":
+        out += [f"The walk stopped at a question ({code_span(outcome.node)}): "
+                f"{one_line(outcome.title)}", ""]
     else:
-        out += [f"The walk stopped at {code_span(outcome['node'] or '?')}, which the loaded "
+        out += [f"The walk stopped at {code_span(outcome.node or '?')}, which the loaded "
                 "trees no longer contain.", ""]
     return out
 
 
-def _render_path(path: list[dict]) -> list[str]:
+def _render_path(path: list[PathStep]) -> list[str]:
     out = ["## Path taken", ""]
     if not path:
         return [*out, "No question was answered.", ""]
     for index, step in enumerate(path, start=1):
-        out.append(f"{index}. **{one_line(step['question'])}** ({code_span(step['node'])})")
+        out.append(f"{index}. **{one_line(step.question)}** ({code_span(step.node)})")
         note = ""
-        if step["followed_suggestion"]:
+        if step.followed_suggestion:
             note = " (suggested by the probes)"
-        elif step["suggested_text"] is not None:
-            note = f" (the probes suggested: {one_line(step['suggested_text'])})"
-        out.append(f"   - Answer: {one_line(step['answer_text'])}{note} \u2192 "
-                   f"{code_span(step['goto'])}")
-        if step["evidence"]:
+        elif step.suggested_text is not None:
+            note = f" (the probes suggested: {one_line(step.suggested_text)})"
+        out.append(f"   - Answer: {one_line(step.answer_text)}{note} \u2192 "
+                   f"{code_span(step.goto)}")
+        if step.evidence:
             out.append("   - Evidence:")
-            out += [f"     - {code_span(line)}" for line in step["evidence"]]
+            out += [f"     - {code_span(line)}" for line in step.evidence]
     return [*out, ""]
 
 
-def _render_probes(probes: list[dict]) -> list[str]:
+def _render_probes(probes: list[ProbeResult]) -> list[str]:
     out = ["## Probe results", ""]
     if not probes:
         return [*out, "No probe results are attached to this walk (rerun with `--probe`).", ""]
     out += ["| Probe | Status | Summary |", "|---|---|---|"]
     for probe in probes:
-        out.append(f"| {one_line(probe.get('name', ''), table=True)} | "
-                   f"{one_line(probe.get('status', ''), table=True)} | "
-                   f"{one_line(probe.get('summary', ''), table=True)} |")
+        out.append(f"| {one_line(probe.name, table=True)} | "
+                   f"{one_line(probe.status, table=True)} | "
+                   f"{one_line(probe.summary, table=True)} |")
     out.append("")
     for probe in probes:
-        body = json.dumps({"facts": probe.get("facts") or {},
-                           "evidence": probe.get("evidence") or {}},
+        body = json.dumps(redact_deep({"facts": probe.facts, "evidence": probe.evidence}),
                           indent=1, ensure_ascii=False, sort_keys=True)
-        out += [f"<details><summary>{one_line(probe.get('name', ''))}: facts and raw output"
-                "</summary>", "", *fence(body, "json")]
-        if probe.get("raw"):
-            out += ["", *fence(str(probe["raw"]), "text")]
+        # inside an HTML block Markdown is not read: the name is HTML-escaped, not Markdown
+        name = html.escape(" ".join(probe.name.split()))
+        out += [f"<details><summary>{name}: facts and raw output</summary>", "",
+                *fence(body, "json")]
+        if probe.raw:
+            out += ["", *fence(probe.raw, "text")]
         out += ["", "</details>", ""]
     return out
 
 
-def _render_triage(triage: Mapping | None) -> list[str]:
+def _finding_line(finding: Finding) -> str:
+    ranks = ", ".join(str(r) for r in finding.ranks[:16])
+    about = [code_span(finding.signature)] if finding.signature else []
+    if finding.confidence > 0:  # 0: a walk saved by 0.1.0's app did not keep it
+        about.append(f"confidence {round(finding.confidence, 2)}")
+    if ranks:
+        about.append(f"ranks {ranks}")
+    return (f"- **{one_line(finding.summary)}**" + (f" ({', '.join(about)})" if about else "")
+            + f" \u2192 {code_span('trainmedic walk ' + finding.link)}")
+
+
+def _render_triage(triage: TriageAttachment | None) -> list[str]:
     out = ["## Triage findings", ""]
-    findings = (triage or {}).get("findings") or []
-    if not findings:
+    if triage is None:
         return [*out, "No log triage is attached to this walk.", ""]
-    for finding in findings:
-        link = finding.get("link") or finding.get("tree") or ""
-        ranks = finding.get("ranks") or []
-        out.append(f"- **{one_line(finding.get('summary', ''))}** "
-                   f"({code_span(finding.get('signature', ''))}, confidence "
-                   f"{finding.get('confidence', '?')}"
-                   + (f", ranks {', '.join(str(r) for r in ranks[:16])}" if ranks else "")
-                   + f") \u2192 {code_span('trainmedic walk ' + link)}")
-        lines = [f"{e.get('file', '')}:{e.get('line', '')}: {e.get('text', '')}"
-                 for e in finding.get("evidence") or [] if isinstance(e, Mapping)]
+    chosen = triage.finding
+    for finding in triage.findings:
+        out.append(_finding_line(finding)
+                   + (" (the walk started here)" if finding is chosen
+                      and len(triage.findings) > 1 else ""))
+        lines = [f"{e.file}:{e.line}: {e.text}" for e in finding.evidence]
         if lines:
             out += ["", *("  " + line if line else "" for line in fence("\n".join(lines),
                                                                         "text"))]
@@ -303,14 +329,13 @@ def _render_triage(triage: Mapping | None) -> list[str]:
     return out
 
 
-def _render_checklist(data: dict) -> list[str]:
+def _render_checklist(checklist: list[ChecklistItem], launch_command: str) -> list[str]:
     out = ["## Minimum information for a bug report", "",
-           "What maintainers ask for first (seed 000 §11.9); tick the open boxes before filing.",
-           ""]
-    for item in data["checklist"]:
-        box = "x" if item["done"] else " "
-        detail = item["value"] if item["value"] else f"to do: {item['hint']}"
-        out.append(f"- [{box}] **{one_line(item['item'])}**: {one_line(detail)}")
-    if data["launch_command"].strip():
-        out += ["", "Launch command:", "", *fence(data["launch_command"], "bash")]
+           "What maintainers ask for first; tick the open boxes before filing.", ""]
+    for item in checklist:
+        box = "x" if item.done else " "
+        detail = item.value if item.value else f"to do: {item.hint}"
+        out.append(f"- [{box}] **{one_line(item.item)}**: {one_line(detail)}")
+    if launch_command.strip():
+        out += ["", "Launch command:", "", *fence(launch_command, "bash")]
     return [*out, ""]

@@ -86,6 +86,41 @@ class MemoryConfig:
     fp8_param_gather: bool = False
     tokenizer_type: str | None = None
     tokenizer_model: str | None = None
+    # ---- read for the allocated-memory model (memory/allocated.py), Megatron's defaults -------
+    transformer_impl: str = "transformer_engine"
+    attention_backend: str = "auto"  # flash, fused, unfused, local, auto
+    use_flash_attn: bool = False
+    hidden_dropout: float = 0.1
+    attention_dropout: float = 0.1
+    position_embedding_type: str = "learned_absolute"
+    max_position_embeddings: int | None = None
+    add_qkv_bias: bool = False
+    qk_layernorm: bool = False
+    masked_softmax_fusion: bool = True
+    attention_softmax_in_fp32: bool = False
+    recompute_modules: list[str] | None = None  # Megatron's default: core_attn
+    grad_reduce_in_bf16: bool = False
+    use_precision_aware_optimizer: bool = False
+    main_grads_dtype: str = "fp32"
+    main_params_dtype: str = "fp32"
+    exp_avg_dtype: str = "fp32"
+    exp_avg_sq_dtype: str = "fp32"
+    optimizer: str = "adam"
+    num_distributed_optimizer_instances: int = 1
+    gradient_accumulation_fusion: bool = True
+    moe_token_dispatcher_type: str = "allgather"
+    moe_expert_capacity_factor: float | None = None
+    moe_pad_expert_input_to_capacity: bool = False
+    moe_router_dtype: str | None = None
+    moe_grouped_gemm: bool = False
+    overlap_moe_expert_parallel_comm: bool = False
+    cross_entropy_loss_fusion: bool = False
+    cross_entropy_fusion_impl: str = "native"
+    account_for_embedding_in_pipeline_split: bool = False
+    account_for_loss_in_pipeline_split: bool = False
+    microbatch_group_size_per_vp_stage: int | None = None
+    defer_embedding_wgrad_compute: bool = False
+    wgrad_deferral_limit: int = 0  # 0: every microbatch is deferred
     notes: list[str] = field(default_factory=list, compare=False)
     ignored_args: list[str] = field(default_factory=list, compare=False)
 
@@ -159,7 +194,10 @@ class MemoryConfig:
         if self.num_virtual_stages_per_pipeline_rank:
             return self.num_virtual_stages_per_pipeline_rank
         if self.num_layers_per_virtual_pipeline_stage:
-            return (self.num_layers // self.pp) // self.num_layers_per_virtual_pipeline_stage
+            # the embedding and the loss count as layers when accounted for in the split
+            layers = (self.num_layers + self.account_for_embedding_in_pipeline_split
+                      + self.account_for_loss_in_pipeline_split)
+            return (layers // self.pp) // self.num_layers_per_virtual_pipeline_stage
         return None
 
     @property
@@ -184,6 +222,7 @@ class MemoryConfig:
 
     def replace(self, **changes: object) -> MemoryConfig:
         """A changed copy (suggestions re-run the model on these)."""
+        # `changes` are field values suggest.py chose for these fields; not checkable statically
         return dataclasses.replace(self, notes=[], ignored_args=[], **changes)  # type: ignore[arg-type]
 
     def to_dict(self) -> dict[str, object]:
@@ -265,7 +304,47 @@ FLAGS: dict[str, tuple[str, str]] = {
     "--tokenizer-type": ("tokenizer_type", "str"),
     "--patch-tokenizer-type": ("tokenizer_type", "str"),
     "--tokenizer-model": ("tokenizer_model", "str"),
+    "--transformer-impl": ("transformer_impl", "str"),
+    "--attention-backend": ("attention_backend", "str"),
+    "--use-flash-attn": ("use_flash_attn", "true"),
+    "--hidden-dropout": ("hidden_dropout", "float"),
+    "--attention-dropout": ("attention_dropout", "float"),
+    "--position-embedding-type": ("position_embedding_type", "str"),
+    "--use-rotary-position-embeddings": ("position_embedding_type", "rope"),
+    "--no-position-embedding": ("position_embedding_type", "none"),
+    "--max-position-embeddings": ("max_position_embeddings", _INT),
+    "--add-qkv-bias": ("add_qkv_bias", "true"),
+    "--qk-layernorm": ("qk_layernorm", "true"),
+    "--no-masked-softmax-fusion": ("masked_softmax_fusion", "false"),
+    "--attention-softmax-in-fp32": ("attention_softmax_in_fp32", "true"),
+    "--recompute-modules": ("recompute_modules", "list"),
+    "--grad-reduce-in-bf16": ("grad_reduce_in_bf16", "true"),
+    "--use-precision-aware-optimizer": ("use_precision_aware_optimizer", "true"),
+    "--main-grads-dtype": ("main_grads_dtype", "str"),
+    "--main-params-dtype": ("main_params_dtype", "str"),
+    "--exp-avg-dtype": ("exp_avg_dtype", "str"),
+    "--exp-avg-sq-dtype": ("exp_avg_sq_dtype", "str"),
+    "--optimizer": ("optimizer", "str"),
+    "--num-distributed-optimizer-instances": ("num_distributed_optimizer_instances", _INT),
+    "--no-gradient-accumulation-fusion": ("gradient_accumulation_fusion", "false"),
+    "--moe-token-dispatcher-type": ("moe_token_dispatcher_type", "str"),
+    "--moe-expert-capacity-factor": ("moe_expert_capacity_factor", "float"),
+    "--moe-pad-expert-input-to-capacity": ("moe_pad_expert_input_to_capacity", "true"),
+    "--moe-router-dtype": ("moe_router_dtype", "str"),
+    "--moe-grouped-gemm": ("moe_grouped_gemm", "true"),
+    "--overlap-moe-expert-parallel-comm": ("overlap_moe_expert_parallel_comm", "true"),
+    "--cross-entropy-loss-fusion": ("cross_entropy_loss_fusion", "true"),
+    "--cross-entropy-fusion-impl": ("cross_entropy_fusion_impl", "str"),
+    "--account-for-embedding-in-pipeline-split": (
+        "account_for_embedding_in_pipeline_split", "true"),
+    "--account-for-loss-in-pipeline-split": ("account_for_loss_in_pipeline_split", "true"),
+    "--microbatch-group-size-per-virtual-pipeline-stage": (
+        "microbatch_group_size_per_vp_stage", _INT),
+    "--defer-embedding-wgrad-compute": ("defer_embedding_wgrad_compute", "true"),
+    "--wgrad-deferral-limit": ("wgrad_deferral_limit", _INT),
 }
+# Flags that set their field to the kind's name (`--recompute-activations` = selective).
+FIXED_VALUE_KINDS = ("selective", "rope", "none")
 # Short Megatron aliases people use in scripts.
 ALIASES = {
     "--tensor-parallel-size": "--tensor-model-parallel-size",
@@ -300,10 +379,12 @@ def _eval_list_expr(node: ast.AST) -> int | list[int]:
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
         return node.value
     if isinstance(node, ast.List):
+        # a nested list makes int() raise TypeError, which the caller reports as a bad value
         return [int(_eval_list_expr(e)) for e in node.elts]  # type: ignore[arg-type]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mult):
         left, right = _eval_list_expr(node.left), _eval_list_expr(node.right)
         if isinstance(node.op, ast.Add):
+            # int + list raises TypeError, which the caller reports as a bad value
             return left + right  # type: ignore[operator]
         # the bound is on the result: ([1]*100000)*100000 must not build 10^10 items
         if isinstance(left, list) and isinstance(right, int) and len(left) * right <= 100_000:
@@ -352,8 +433,19 @@ def config_from_args(argv: list[str], *, config: MemoryConfig | None = None) -> 
         if kind in ("true", "false"):
             setattr(cfg, attr, kind == "true")
             continue
-        if kind == "selective":
-            setattr(cfg, attr, "selective")
+        if kind in FIXED_VALUE_KINDS:  # flags that set a fixed value
+            setattr(cfg, attr, kind)
+            continue
+        if kind == "list":
+            values = []
+            while i < len(argv) and not _is_flag(argv[i]):
+                values.append(argv[i])
+                i += 1
+            if inline is not None:
+                values.insert(0, inline)
+            if not values:
+                raise UsageError(f"{name} needs a value")
+            setattr(cfg, attr, values)
             continue
         if kind == "ints3":
             values = argv[i : i + 3]
@@ -380,6 +472,11 @@ def _convert(name: str, kind: str, value: str) -> object:
             return int(value)
         except ValueError:
             raise UsageError(f"{name}: expected an integer, got {value!r}") from None
+    if kind == "float":
+        try:
+            return float(value)
+        except ValueError:
+            raise UsageError(f"{name}: expected a number, got {value!r}") from None
     if kind == "freq":
         return parse_moe_layer_freq(value)
     return value

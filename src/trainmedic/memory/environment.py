@@ -1,41 +1,33 @@
-"""Environment findings for preflight, from the `env` probe.
+"""Environment checks for preflight, from the facts of the `env` probe.
 
-The launch script's own `export`s win over the current shell, because that is what the
-training processes will see. If the env probe's analysis fails, preflight says so in one warning
-and carries on: a preflight must never end in a traceback.
+The caller examines the environment the training processes will see (the launch script's own
+`export`s win over the current shell) and passes the facts in; when that examination failed,
+preflight says so in one warning and carries on: a preflight must never end in a traceback.
 """
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 
+from trainmedic.memory.checks import Check
 from trainmedic.memory.config import MemoryConfig
 
 
-def _env_facts(exported: dict[str, str]) -> tuple[dict[str, object] | None, str]:
-    from trainmedic.probes.env import examine
-
-    merged = {**os.environ, **exported}
-    try:
-        return dict(examine(merged).facts), "env probe (script exports applied)"
-    except Exception as exc:
-        return None, f"env probe failed ({type(exc).__name__}: {exc})"
-
-
-def environment_checks(cfg: MemoryConfig, exported: dict[str, str]) -> list[dict[str, str]]:
-    facts, source = _env_facts(exported)
+def environment_checks(cfg: MemoryConfig, facts: Mapping[str, object] | None,
+                       source: str) -> list[Check]:
+    """Checks over `facts` (the env probe's, None when it failed; `source` says why or how)."""
     if facts is None:
-        return [{"name": "environment", "status": "warn",
-                 "message": f"environment not examined: {source}"}]
-    out: list[dict[str, str]] = []
+        return [Check("environment", "warn", f"environment not examined: {source}")]
+    out: list[Check] = []
 
     def add(name: str, bad: bool, good: str, problem: str) -> None:
-        out.append({"name": name, "status": "warn" if bad else "pass",
-                    "message": (problem if bad else good) + f" [{source}]"})
+        out.append(Check(name, "warn" if bad else "pass", (problem if bad else good)
+                         + f" [{source}]"))
 
-    myths = facts.get("myth_vars") or []
-    add("env-no-effect-vars", bool(myths), "no variables that nothing reads",
-        f"set but read by no library: {', '.join(map(str, myths))} (e.g. NCCL_TIMEOUT; the "
+    myths = facts.get("myth_vars")
+    myth_names = [str(m) for m in myths] if isinstance(myths, list) else []
+    add("env-no-effect-vars", bool(myth_names), "no variables that nothing reads",
+        f"set but read by no library: {', '.join(myth_names)} (e.g. NCCL_TIMEOUT; the "
         "collective timeout is --distributed-timeout-minutes)")
     add("env-launch-blocking", bool(facts.get("launch_blocking")),
         "CUDA_LAUNCH_BLOCKING is off",

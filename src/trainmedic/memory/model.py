@@ -1,22 +1,25 @@
-"""The theoretical memory model: Megatron's own report, then what it leaves out.
+"""The memory model: Megatron's own report, and what the GPU really allocates.
 
 `megatron_report` reproduces `megatron/training/theoretical_memory_usage.py` (core_v0.18+: TP,
 replicated and expert parameter buckets) so its three numbers can be compared with the line
-Megatron prints at the first iteration. `stage_estimates` extends it per pipeline stage with
-what the report ignores (precision, fp8 weight copies, full recompute, context parallel, the
-CUDA context and allocator slack), because the verdict must be about the stage that dies first.
+Megatron prints at the first iteration. `stage_estimates` is the allocated-memory model
+(`allocated.py`: weights, gradients, optimizer state, workspaces and the activation peak over
+the pipeline schedule, per rank), checked against Megatron's CI measurements
+(`benchmarks/memory_accuracy.py`); the verdict is about the stage that dies first.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from trainmedic.memory.checks import Check
 from trainmedic.memory.config import MemoryConfig
+from trainmedic.memory.flags import classify, not_modelled_note, unmodelled_settings
 
 MIB = 1024 * 1024
 # Stated allowances beyond the tensors (see docs/memory.md).
-RUNTIME_ALLOWANCE_MIB = 1536.0  # CUDA context, cuBLAS/cuDNN workspaces, NCCL buffers
-FRAGMENTATION_FRACTION = 0.05  # caching-allocator slack on top of live tensors
+RUNTIME_ALLOWANCE_MIB = 1536.0  # CUDA context and NCCL buffers: outside PyTorch's allocator
+FRAGMENTATION_FRACTION = 0.05  # caching-allocator slack on top of what it hands out
 TIGHT_FRACTION = 0.90  # above this share of the card the run is "tight"
 
 
@@ -116,6 +119,7 @@ def count_parameters(cfg: MemoryConfig) -> ParamCounts:
     moe_layers = sum(pattern)
     mtp = cfg.mtp_num_layers or 0
     mtp_moe = pattern[-1] * mtp if pattern else 0
+    attention: float
     if cfg.multi_latent_attention:
         qk = cfg.qk_head_dim + cfg.qk_pos_emb_head_dim
         q_term = h * a * qk if cfg.q_lora_rank is None else cfg.q_lora_rank * (h + a * qk + norm)
@@ -154,14 +158,6 @@ def count_parameters(cfg: MemoryConfig) -> ParamCounts:
 def megatron_bytes_per_param(distributed_optimizer: bool, dp: int) -> float:
     """Megatron's bf16 row: 18 B, or 6 + 12/DP with the distributed optimizer."""
     return 6 + 12 / dp if distributed_optimizer else 18.0
-
-
-def precision_bytes_per_param(precision: str, distributed_optimizer: bool, dp: int) -> float:
-    """Megatron's dist-optimizer doc table per precision (the report always uses bf16)."""
-    replicated, sharded = {"bf16": (6, 12), "fp16": (4, 16), "fp32": (8, 8)}[precision]
-    if distributed_optimizer:
-        return replicated + sharded / dp
-    return float(replicated + sharded)
 
 
 def expert_data_parallel_size(cfg: MemoryConfig) -> int:
@@ -253,141 +249,58 @@ def megatron_report(cfg: MemoryConfig, num_microbatches: int | None = None) -> M
     return MegatronReport(weights, activation, weights + activation, path, most, other)
 
 
-# ---------------------------------------------------------------- the extended model
+# ---------------------------------------------------------------- what the GPU allocates
 @dataclass
 class StageEstimate:
-    """One pipeline stage's extended estimate (MiB)."""
+    """One pipeline stage (rank): the allocated-memory model (memory/allocated.py), MiB.
+
+    `allocated_mib` is comparable with `torch.cuda.max_memory_allocated()`; `total_mib` adds
+    what the caching allocator does not count (CUDA context, NCCL) and its fragmentation.
+    """
 
     stage: int
     parameters: float
-    weights_and_optimizer_mib: float
-    activation_mib: float
+    weights_and_optimizer_mib: float  # weights, gradient buffer, optimizer state (fp8 copies)
+    workspaces_mib: float  # cuBLAS / Transformer Engine workspaces, Megatron's global buffer
+    activation_mib: float  # saved activations and temporaries at the schedule's peak
+    allocated_mib: float
     runtime_allowance_mib: float
     fragmentation_mib: float
     total_mib: float
-    in_flight_microbatches: float
+    in_flight_microbatches: int  # chunk-microbatches whose activations are held at the peak
+    warmup: int  # Megatron's num_warmup_microbatches on this rank (chunk passes)
 
     def to_dict(self) -> dict[str, float | int]:
         return dict(self.__dict__)
 
 
-def stage_layers(cfg: MemoryConfig) -> list[float]:
-    """Transformer layers per pipeline stage (uneven first/last stages when asked)."""
-    p, total = cfg.pp, cfg.num_layers
-    first, last = cfg.decoder_first_pipeline_num_layers, cfg.decoder_last_pipeline_num_layers
-    if p == 1 or (first is None and last is None):
-        return [total / p] * p
-    fixed = {0: first} if first is not None else {}
-    if last is not None:
-        fixed[p - 1] = last
-    rest_stages = p - len(fixed)
-    rest = (total - sum(fixed.values())) / rest_stages if rest_stages else 0.0
-    return [float(fixed.get(k, rest)) for k in range(p)]
-
-
-def _stage_parameters(cfg: MemoryConfig, pc: ParamCounts, stage: int) -> tuple[float, float, float]:
-    """(TP-sharded, replicated, expert) parameters held by one GPU of `stage`."""
-    p, t = cfg.pp, cfg.tp
-    tp_block, rep_block, exp_block = pc.buckets(pc.dense_layers, pc.moe_layers)
-    share = stage_layers(cfg)[stage] / cfg.num_layers  # of the transformer block
-    tp_sharded = tp_block * share / t
-    replicated = rep_block * share
-    expert = exp_block * share / (cfg.etp * cfg.expert_model_parallel_size)
-    last = stage == p - 1
-    if stage == 0:
-        tp_sharded += pc.embedding / t
-    if last:
-        replicated += pc.final_norm
-        tp_mtp, rep_mtp, exp_mtp = pc.buckets(pc.mtp_dense_layers, pc.mtp_moe_layers)
-        tp_sharded += tp_mtp / t
-        replicated += rep_mtp
-        expert += exp_mtp / (cfg.etp * cfg.expert_model_parallel_size)
-        # The output layer: its own table when untied; a copy of the embedding when p > 1.
-        if pc.untied or p > 1:
-            tp_sharded += pc.embedding / t
-    return tp_sharded, replicated, expert
-
-
-def _per_layer_bytes(cfg: MemoryConfig) -> tuple[float, float, bool]:
-    """(stored bytes per layer per microbatch, bytes of one fully kept layer, SP formula?)."""
-    s, b, h, t = cfg.seq_length, cfg.micro_batch_size, cfg.hidden_size, cfg.tp
-    f = cfg.effective_ffn_hidden_size
-    sp = sequence_parallel_on(cfg)
-    # Fused/flash attention keeps no s x s scores, so selective recompute = Table 2 coefficients.
-    full = s * b * h * (18 + 4 * f / h) if sp else s * b * h * (10 + 24 / t)
-    if cfg.recompute_granularity != "full":
-        return full, full, sp
-    checkpoint = 2 * s * b * h  # the layer input in bf16 (split by t below only with SP)
-    return checkpoint, full, sp
-
-
-def _stage_activation_bytes(cfg: MemoryConfig, stage: int) -> tuple[float, float]:
-    s, b, h, t, p = cfg.seq_length, cfg.micro_batch_size, cfg.hidden_size, cfg.tp, cfg.pp
-    vocab = cfg.padded_vocab_size
-    stored, full, sp = _per_layer_bytes(cfg)
-    layers = stage_layers(cfg)[stage]
-    v = cfg.virtual_pipeline_size
-    nmb = cfg.num_microbatches
-    if v is not None:
-        in_flight = (p - stage) * (1 + (p - 1) / (p * v))
-    elif p > 1:
-        in_flight = float(min(p - stage, nmb))
-    else:
-        in_flight = 1.0
-    if cfg.recompute_granularity == "full":
-        chunk = cfg.recompute_num_layers or 1
-        if cfg.recompute_method == "block":
-            kept = max(0.0, layers - chunk)
-            per_mb = stored * min(chunk, layers) + full * kept
-            working = 0.0
-        else:  # uniform: inputs of each chunk kept; one chunk recomputed at a time
-            per_mb = stored * layers / chunk
-            working = full * min(chunk, layers)
-    else:
-        per_mb = stored * layers
-        working = 0.0
-    act = per_mb * in_flight + working
-    if stage == 0:
-        act += (8 * s * b + s * b * h) * in_flight
-    if stage == p - 1:
-        if sp:
-            act += s * b * h * 4 * (1 + vocab / h)
-        else:
-            act += (s * b * vocab / t + s * b * h) * 2
-    act = act / t if sp else act * 1.05
-    return act / cfg.cp, in_flight
+WORKSPACE_TERMS = ("workspace", "global buffer")
 
 
 def stage_estimates(cfg: MemoryConfig) -> list[StageEstimate]:
-    """Every pipeline stage's memory with precision, fp8, recompute, CP and allowances."""
-    pc = count_parameters(cfg)
-    dist = cfg.use_distributed_optimizer
-    # The distributed optimizer shards over the data-parallel group including CP ranks.
-    dense_bpp = precision_bytes_per_param(cfg.precision, dist, cfg.data_parallel_size * cfg.cp)
-    expert_bpp = precision_bytes_per_param(cfg.precision, dist, expert_data_parallel_size(cfg))
+    """Every pipeline stage's allocated peak, plus the stated allowances."""
+    from trainmedic.memory.allocated import allocated_by_rank
+
     out = []
-    for stage in range(cfg.pp):
-        tp_sharded, replicated, expert = _stage_parameters(cfg, pc, stage)
-        weights = (tp_sharded + replicated) * dense_bpp + expert * expert_bpp
-        if cfg.fp8 and not cfg.fp8_param_gather:
-            # TE keeps an fp8 cast and its transpose of every linear weight (not embeddings).
-            tables = (stage == 0) + (stage == cfg.pp - 1 and (pc.untied or cfg.pp > 1))
-            weights += 2 * (tp_sharded - tables * pc.embedding / cfg.tp + expert)
-        act, in_flight = _stage_activation_bytes(cfg, stage)
-        weights_mib, act_mib = weights / MIB, act / MIB
-        frag = FRAGMENTATION_FRACTION * (weights_mib + act_mib)
-        out.append(
-            StageEstimate(
-                stage=stage,
-                parameters=tp_sharded + replicated + expert,
-                weights_and_optimizer_mib=weights_mib,
-                activation_mib=act_mib,
-                runtime_allowance_mib=RUNTIME_ALLOWANCE_MIB,
-                fragmentation_mib=frag,
-                total_mib=weights_mib + act_mib + RUNTIME_ALLOWANCE_MIB + frag,
-                in_flight_microbatches=in_flight,
-            )
-        )
+    for rank in allocated_by_rank(cfg):
+        workspaces = sum(v for k, v in rank.static.items()
+                         if any(word in k for word in WORKSPACE_TERMS))
+        tensors = rank.static_mib - workspaces
+        allocated = rank.peak_mib
+        frag = FRAGMENTATION_FRACTION * allocated
+        out.append(StageEstimate(
+            stage=rank.rank,
+            parameters=rank.parameters,
+            weights_and_optimizer_mib=tensors,
+            workspaces_mib=workspaces,
+            activation_mib=rank.activation_peak_mib,
+            allocated_mib=allocated,
+            runtime_allowance_mib=RUNTIME_ALLOWANCE_MIB,
+            fragmentation_mib=frag,
+            total_mib=allocated + RUNTIME_ALLOWANCE_MIB + frag,
+            in_flight_microbatches=rank.in_flight_at_peak,
+            warmup=rank.warmup,
+        ))
     return out
 
 
@@ -397,6 +310,23 @@ def verdict_for(total_mib: float, capacity_mib: float) -> str:
     if total_mib > TIGHT_FRACTION * capacity_mib:
         return "tight"
     return "fits"
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A configuration change (or two) and the re-estimated memory it leads to."""
+
+    change: str
+    args: list[str]
+    total_mib: float
+    megatron_total_mib: float
+    verdict: str
+    cost: int
+
+    def to_dict(self) -> dict[str, object]:
+        return {"change": self.change, "args": list(self.args), "total_mib": self.total_mib,
+                "megatron_total_mib": self.megatron_total_mib, "verdict": self.verdict,
+                "cost": self.cost}
 
 
 @dataclass
@@ -410,8 +340,8 @@ class MemoryReport:
     capacity_mib: float
     capacity_source: str
     notes: list[str] = field(default_factory=list)
-    suggestions: list[dict[str, object]] = field(default_factory=list)
-    checks: list[dict[str, str]] = field(default_factory=list)
+    suggestions: list[Suggestion] = field(default_factory=list)
+    checks: list[Check] = field(default_factory=list)
 
     @property
     def worst(self) -> StageEstimate:
@@ -443,7 +373,9 @@ class MemoryReport:
             "extended": {
                 "most_loaded_stage": w.stage,
                 "weights_and_optimizer_mib": w.weights_and_optimizer_mib,
+                "workspaces_mib": w.workspaces_mib,
                 "activation_mib": w.activation_mib,
+                "allocated_mib": w.allocated_mib,
                 "runtime_allowance_mib": w.runtime_allowance_mib,
                 "fragmentation_mib": w.fragmentation_mib,
                 "total_mib": w.total_mib,
@@ -452,10 +384,12 @@ class MemoryReport:
             "capacity_mib": self.capacity_mib,
             "capacity_source": self.capacity_source,
             "verdict": self.verdict,
-            "suggestions": self.suggestions,
-            "checks": self.checks,
+            "suggestions": [sug.to_dict() for sug in self.suggestions],
+            "checks": [c.to_dict() for c in self.checks],
             "notes": list(self.config.notes) + self.notes,
             "ignored_args": sorted(set(self.config.ignored_args)),
+            "not_modelled_args": (classify(self.config.ignored_args)[0]
+                                  + unmodelled_settings(self.config)),
             "inputs": self.config.to_dict(),
         }
 
@@ -468,9 +402,9 @@ def estimate(
     *,
     capacity_mib: float | None = None,
     capacity_source: str | None = None,
-    suggest: bool = True,
 ) -> MemoryReport:
-    """The full report for `cfg` on a card of `capacity_mib` (default 80 GiB, with a note)."""
+    """The report for `cfg` on a card of `capacity_mib` (default 80 GiB, with a note); the
+    cheapest changes that fit are `suggest.add_suggestions`'s job."""
     notes: list[str] = []
     if capacity_mib is None:
         capacity_mib = DEFAULT_CAPACITY_MIB
@@ -487,20 +421,7 @@ def estimate(
     )
     if cfg.sequence_parallel and cfg.tp == 1:
         notes.append("--sequence-parallel is ignored at TP 1 (Megatron turns it off)")
-    if suggest and report.verdict != "fits":
-        from trainmedic.memory.suggest import suggestions
-
-        report.suggestions = suggestions(report)
+    risky = classify(cfg.ignored_args)[0] + unmodelled_settings(cfg)
+    if risky:
+        notes.append(not_modelled_note(risky))
     return report
-
-
-def memory_facts(report: MemoryReport) -> dict[str, object]:
-    """Flat facts for tree rules (e.g. `total_gib > capacity_gib`)."""
-    return {
-        "total_gib": report.worst.total_mib / 1024,
-        "megatron_total_gib": report.megatron.total_mib / 1024,
-        "capacity_gib": report.capacity_mib / 1024,
-        "fits": report.verdict != "does not fit",
-        "verdict": report.verdict,
-        "most_loaded_stage": report.worst.stage,
-    }

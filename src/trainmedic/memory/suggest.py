@@ -12,13 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import combinations
-from typing import TYPE_CHECKING
 
 from trainmedic.memory.checks import run_checks
 from trainmedic.memory.config import MemoryConfig
-
-if TYPE_CHECKING:
-    from trainmedic.memory.model import MemoryReport
+from trainmedic.memory.model import MemoryReport, Suggestion, estimate
 
 MAX_TP = 8  # TP beyond one NVLink domain is rarely worth it
 
@@ -32,7 +29,7 @@ class Change:
 
 
 def failed_checks(cfg: MemoryConfig) -> set[str]:
-    return {c["name"] for c in run_checks(cfg) if c["status"] == "fail"}
+    return {c.name for c in run_checks(cfg) if c.status == "fail"}
 
 
 def candidate_changes(cfg: MemoryConfig) -> Iterator[Change]:
@@ -67,9 +64,7 @@ def candidate_changes(cfg: MemoryConfig) -> Iterator[Change]:
 
 
 def _try(report: MemoryReport, changes: tuple[Change, ...],
-         allowed: set[str]) -> dict[str, object] | None:
-    from trainmedic.memory.model import estimate
-
+         allowed: set[str]) -> Suggestion | None:
     fields: dict[str, object] = {}
     for change in changes:
         fields.update(change.fields)
@@ -77,29 +72,36 @@ def _try(report: MemoryReport, changes: tuple[Change, ...],
     if not failed_checks(new) <= allowed:  # the change itself breaks the layout
         return None
     est = estimate(new, capacity_mib=report.capacity_mib,
-                   capacity_source=report.capacity_source, suggest=False)
-    return {
-        "change": " + ".join(c.text for c in changes),
-        "args": [a for c in changes for a in c.args],
-        "total_mib": est.worst.total_mib,
-        "megatron_total_mib": est.megatron.total_mib,
-        "verdict": est.verdict,
-        "cost": sum(c.cost for c in changes),
-    }
+                   capacity_source=report.capacity_source)
+    return Suggestion(
+        change=" + ".join(c.text for c in changes),
+        args=[a for c in changes for a in c.args],
+        total_mib=est.worst.total_mib,
+        megatron_total_mib=est.megatron.total_mib,
+        verdict=est.verdict,
+        cost=sum(c.cost for c in changes),
+    )
 
 
-def suggestions(report: MemoryReport, limit: int = 5) -> list[dict[str, object]]:
+def suggestions(report: MemoryReport, limit: int = 5) -> list[Suggestion]:
     """Single changes that fit, else pairs; failing both, the changes that help most."""
     allowed = failed_checks(report.config)
     singles = list(candidate_changes(report.config))
     tried = [r for c in singles if (r := _try(report, (c,), allowed)) is not None]
-    fitting = [r for r in tried if r["verdict"] != "does not fit"]
+    fitting = [r for r in tried if r.verdict != "does not fit"]
     if not fitting:
         pairs = [r for pair in combinations(singles, 2)
                  if (r := _try(report, pair, allowed)) is not None]
-        fitting = [r for r in pairs if r["verdict"] != "does not fit"]
+        fitting = [r for r in pairs if r.verdict != "does not fit"]
     if fitting:
-        fitting.sort(key=lambda r: (r["cost"], r["total_mib"]))
+        fitting.sort(key=lambda r: (r.cost, r.total_mib))
         return fitting[:limit]
-    tried.sort(key=lambda r: r["total_mib"])
+    tried.sort(key=lambda r: r.total_mib)
     return tried[:limit]
+
+
+def add_suggestions(report: MemoryReport) -> MemoryReport:
+    """`report` with its suggestions filled in when it does not fit comfortably."""
+    if report.verdict != "fits":
+        report.suggestions = suggestions(report)
+    return report

@@ -1,17 +1,38 @@
-"""The result every probe returns, and the time budget it runs under.
+"""The result every probe returns, the time budget it runs under and what it may know.
 
 Probes are read by tree rules (`facts`), shown to people (`summary`, `evidence`) and attached
-to bug reports (`raw`); one small dataclass carries all of it so every front end agrees.
+to bug reports and saved walks (`raw`); one small dataclass carries all of it so every front end
+agrees. A probe is `probe(budget, context) -> ProbeResult`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 Status = Literal["ok", "warn", "fail", "unavailable"]
-STATUSES: tuple[Status, ...] = ("ok", "warn", "fail", "unavailable")
+_STATUSES: tuple[Status, ...] = ("ok", "warn", "fail", "unavailable")
+
+
+def status_of(value: object, default: Status = "unavailable") -> Status:
+    """`value` as a probe status, or `default` when it is none (a hand-edited saved walk)."""
+    return next((s for s in _STATUSES if s == value), default)
+
+
+@dataclass(frozen=True)
+class ProbeContext:
+    """What a walk knows that a probe may use instead of asking the machine.
+
+    `launch_command` is the job's launch command or the path of its script, as the person gave
+    it (the memory probe estimates it; empty: the probe reads TRAINMEDIC_LAUNCH_SCRIPT).
+    """
+
+    launch_command: str = ""
+
+
+NO_CONTEXT = ProbeContext()
 
 
 @dataclass
@@ -27,7 +48,7 @@ class ProbeResult:
     # fact name -> one human line that shows why the fact has its value ("GPU 3: 79.4 of 80 GiB")
     evidence: dict[str, str] = field(default_factory=dict)
 
-    def to_dict(self, *, include_raw: bool = True) -> dict:
+    def to_dict(self, *, include_raw: bool = True) -> dict[str, object]:
         data: dict[str, object] = {
             "name": self.name,
             "status": self.status,
@@ -39,6 +60,27 @@ class ProbeResult:
         if include_raw:
             data["raw"] = self.raw
         return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, object]) -> ProbeResult | None:
+        """A saved or received result; None when it has no name, or facts or evidence that are
+        not mappings (a hand-edited walk must not crash the screen that reads it). Missing
+        parts are empty; an unknown status reads `unavailable`."""
+        name = data.get("name")
+        facts = data.get("facts") or {}
+        evidence = data.get("evidence") or {}
+        if not isinstance(name, str) or not name or not isinstance(facts, Mapping) \
+                or not isinstance(evidence, Mapping):
+            return None
+        duration = data.get("duration_s")
+        return cls(
+            name=name, status=status_of(data.get("status")),
+            summary=str(data.get("summary") or ""),
+            facts={str(k): v for k, v in facts.items()},
+            raw=str(data.get("raw") or ""),
+            duration_s=float(duration) if isinstance(duration, int | float) else 0.0,
+            evidence={str(k): str(v) for k, v in evidence.items()},
+        )
 
 
 def unavailable(name: str, reason: str, raw: str = "") -> ProbeResult:
@@ -55,5 +97,5 @@ class Budget:
     def remaining(self) -> float:
         return max(0.0, self._deadline - time.monotonic())
 
-    def expired(self) -> bool:
-        return self.remaining() <= 0.0
+
+Probe = Callable[[Budget, ProbeContext], ProbeResult]

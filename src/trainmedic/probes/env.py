@@ -12,7 +12,7 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
 from trainmedic.redact import is_secret_name, redact_env
 
 NAME = "env"
@@ -283,5 +283,5 @@ def examine(
     )
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     return examine(dict(os.environ), local_interfaces(), local_hcas())

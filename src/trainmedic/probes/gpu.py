@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from trainmedic.probes import nvsmi
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult, Status
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "gpu"
@@ -350,13 +350,13 @@ def build_result(
         warnings.append(f"memory nearly full ({evidence['max_memory_fraction']})")
     head = f"{len(gpus)} × {', '.join(models) or 'unknown model'}"
     head += f", driver {driver}" if driver else ""
-    status = "fail" if problems else "warn" if warnings else "ok"
+    status: Status = "fail" if problems else "warn" if warnings else "ok"
     detail = problems + warnings + notes
     summary = head + ("; " + "; ".join(detail) if detail else "; healthy")
     return ProbeResult(NAME, status, summary, facts, raw, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     env = dict(os.environ)
     raw_parts: list[str] = []
     # Older drivers know clocks_throttle_reasons, newer ones clocks_event_reasons; an unknown

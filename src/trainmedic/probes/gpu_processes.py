@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 
 from trainmedic.probes import nvsmi
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "gpu-processes"
@@ -62,7 +62,7 @@ def build_result(
     return ProbeResult(NAME, "warn", summary, facts, raw, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     res = run_cmd(APPS_ARGV, budget.remaining())
     failed = nvsmi.failure(NAME, res)
     raw = f"$ {' '.join(APPS_ARGV)}\n{res.combined()}"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult, Status
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "infiniband"
@@ -132,11 +132,11 @@ def build_result(ports: list[Port], raw: str, tool: str) -> ProbeResult:
         parts.append("down: " + ", ".join(p.label() for p in down[:4]))
     if slow:
         parts.append(f"{len(slow)} InfiniBand port(s) below the others' rate")
-    status = "fail" if ib_down else "warn" if (down or slow) else "ok"
+    status: Status = "fail" if ib_down else "warn" if (down or slow) else "ok"
     return ProbeResult(NAME, status, f"{tool}: " + "; ".join(parts), facts, raw, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     reasons: list[str] = []
     for argv, parser in ((["ibstat"], parse_ibstat), (["ibv_devinfo"], parse_ibv_devinfo)):
         if budget.remaining() <= 0.05:

@@ -11,7 +11,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "kernel-xid"
@@ -172,7 +172,7 @@ def parse_log(text: str) -> ProbeResult:
     return ProbeResult(NAME, "fail" if fatal else "warn", summary, facts, raw, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     attempts: list[str] = []
     for argv in (["dmesg"], ["journalctl", "-k", "--no-pager", "-q", "-b"]):
         if budget.remaining() <= 0.05:

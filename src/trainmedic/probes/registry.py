@@ -1,18 +1,20 @@
 """Every probe, declared as data: name, one-line description, timeout and typed facts.
 
 Tree lint checks rule facts against `declared_facts()`, so this module stays cheap: it imports
-no probe code and runs nothing. A probe's code is imported only when the probe runs.
+no probe code (nor any engine a probe reads) and runs nothing. A probe's code is imported only
+when the probe runs.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import cast
 
-from trainmedic.cluster.facts import CLUSTER_FACTS as _CLUSTER_FACTS
 from trainmedic.errors import UsageError
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import Probe
+from trainmedic.probes.host_specs import HOST_PROBES
 
 FACT_TYPES = ("int", "float", "bool", "str", "list")
 
@@ -23,13 +25,14 @@ class ProbeSpec:
     description: str
     timeout: float  # seconds; the runner may override it (tests, --timeout)
     facts: dict[str, str]  # fact name -> type name among FACT_TYPES
-    module: str = ""  # trainmedic.probes.<module>.probe(budget) does the work
-    func: Callable[[Budget], ProbeResult] | None = field(default=None, compare=False)
+    module: str = ""  # trainmedic.probes.<module>.probe(budget, context) does the work
+    func: Probe | None = field(default=None, compare=False)
+    uses_launch_command: bool = False  # reads ProbeContext.launch_command
 
-    def load(self) -> Callable[[Budget], ProbeResult]:
+    def load(self) -> Probe:
         if self.func is not None:
             return self.func
-        return importlib.import_module(f"trainmedic.probes.{self.module}").probe
+        return cast(Probe, importlib.import_module(f"trainmedic.probes.{self.module}").probe)
 
 
 _GPU_FACTS = {
@@ -184,7 +187,7 @@ PROBES: dict[str, ProbeSpec] = {
 # estimate and the last cluster sweep. They run like any probe and are declared the same way.
 PROBES["memory"] = ProbeSpec(
     "memory",
-    "theoretical per-GPU memory of the launch script in TRAINMEDIC_LAUNCH_SCRIPT",
+    "theoretical per-GPU memory of the walk's launch command, or of TRAINMEDIC_LAUNCH_SCRIPT",
     12.0,
     {
         "total_gib": "float",
@@ -196,18 +199,65 @@ PROBES["memory"] = ProbeSpec(
         "check_failures": "int",
     },
     "memory_estimate",
+    uses_launch_command=True,
+)
+PROBES["checkpoint-dir"] = ProbeSpec(
+    "checkpoint-dir",
+    "space, inodes and tracker file of the save directory (TRAINMEDIC_SAVE_DIR or --save)",
+    6.0,
+    {
+        "path": "str",
+        "source": "str",
+        "exists": "bool",
+        "used_fraction": "float",
+        "free_gib": "float",
+        "inodes_used_fraction": "float",
+        "inodes_free": "int",
+        "worst_used_fraction": "float",
+        "fs_type": "str",
+        "network_fs": "bool",
+        "tracker_iteration": "int",
+        "newest_iteration": "int",
+        "partial_saves": "int",
+    },
+    "checkpoint_dir",
+)
+PROBES["slurm-job"] = ProbeSpec(
+    "slurm-job",
+    "this Slurm job's time limit, run time, restarts and its --signal before the limit",
+    6.0,
+    {
+        "job_id": "str",
+        "state": "str",
+        "unlimited": "bool",
+        "time_limit_s": "int",
+        "run_time_s": "int",
+        "time_left_s": "int",
+        "requeue": "bool",
+        "restarts": "int",
+        "batch": "bool",
+        "signal_in_script": "bool",
+        "script_signal": "str",
+        "signal_lead_s": "int",
+        "signal_batch_only": "bool",
+    },
+    "slurm_job",
 )
 PROBES["cluster"] = ProbeSpec(
     "cluster",
     "the last `trainmedic probe --nodes` sweep: which nodes differ or fail",
     3.0,
-    dict(_CLUSTER_FACTS),
+    {
+        "nodes": "int", "answered": "int", "bad_count": "int", "bad_nodes": "list",
+        "verdicts": "list", "unreachable_count": "int", "hardware_nodes": "list",
+        "xid_nodes": "list", "gpu_missing_nodes": "list", "ib_down_nodes": "list",
+        "software_mismatch": "bool", "env_mismatch": "bool", "stray_process_nodes": "list",
+        "split_facts": "list", "age_s": "float",
+    },
     "cluster_last",
 )
-
-
-def probe_names() -> list[str]:
-    return list(PROBES)
+for _name, _description, _timeout, _facts, _module in HOST_PROBES:
+    PROBES[_name] = ProbeSpec(_name, _description, _timeout, dict(_facts), _module)
 
 
 def require_known(names: Iterable[str]) -> None:
@@ -219,9 +269,9 @@ def require_known(names: Iterable[str]) -> None:
         )
 
 
-def get_probe(name: str) -> ProbeSpec:
-    """The spec of probe `name`; KeyError when there is none."""
-    return PROBES[name]
+def launch_command_readers(names: Iterable[str]) -> list[str]:
+    """Those of `names` that read the walk's launch command."""
+    return [n for n in names if n in PROBES and PROBES[n].uses_launch_command]
 
 
 def declared_facts() -> dict[str, dict[str, str]]:

@@ -12,7 +12,7 @@ import socket
 import threading
 from urllib.parse import urlsplit
 
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
 from trainmedic.redact import redact_text
 
 NAME = "rendezvous"
@@ -30,12 +30,13 @@ def _host_of(value: str) -> str:
 
 def resolve(host: str, seconds: float) -> tuple[list[str] | None, str]:
     """Addresses of `host` within `seconds` (getaddrinfo cannot be cancelled: run it aside)."""
-    box: dict[str, object] = {}
+    addrs: list[str] = []
+    box: dict[str, str] = {}  # "error": why the lookup failed
 
     def work() -> None:
         try:
             infos = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
-            box["addrs"] = sorted({str(info[4][0]) for info in infos})
+            addrs.extend(sorted({str(info[4][0]) for info in infos}))
         except OSError as exc:
             box["error"] = str(exc)
 
@@ -46,7 +47,7 @@ def resolve(host: str, seconds: float) -> tuple[list[str] | None, str]:
         return None, f"DNS lookup of {host} did not finish within {seconds:.2g}s"
     if "error" in box:
         return None, f"{host} does not resolve: {box['error']}"
-    return box.get("addrs", []), ""  # type: ignore[return-value]
+    return addrs, ""
 
 
 def _local_addresses(seconds: float) -> set[str]:
@@ -147,5 +148,5 @@ def check(env: dict[str, str], budget: Budget) -> ProbeResult:
     return ProbeResult(NAME, "warn", f"{where}{host} resolves but {line}", facts, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     return check(dict(os.environ), budget)

@@ -12,11 +12,15 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, Probe, ProbeContext, ProbeResult
 from trainmedic.probes.registry import PROBES, ProbeSpec
 from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert
+
+# What front ends and the walk call to run probes: `run_probes`, or a stand-in in tests.
+ProbeRunner = Callable[[Sequence[str] | None, ProbeContext], list[ProbeResult]]
 
 TIMEOUT_ENV = "TRAINMEDIC_PROBE_TIMEOUT"
 MARGIN_S = 0.25  # the probe's own budget ends this much earlier, so it can report why
@@ -35,28 +39,34 @@ def _timeout_override(timeout: float | None) -> float | None:
     return value if value > 0 else None
 
 
+def _clean(text: str) -> str:
+    return inert(redact_text(text))
+
+
 def _scrub_fact(value: object) -> object:
     if isinstance(value, str):
-        return redact_text(value)
+        return _clean(value)
     if isinstance(value, list):
-        return [redact_text(v) if isinstance(v, str) else v for v in value]
+        return [_clean(v) if isinstance(v, str) else v for v in value]
     return value
 
 
 def _scrub(result: ProbeResult) -> ProbeResult:
-    """Every text a probe returns is redacted here, once, whatever the probe forgot: facts
-    travel too (saved walks, `--json`, the cluster fan-out), not only the human lines."""
-    result.raw = redact_text(result.raw)
-    result.summary = redact_text(result.summary)
-    result.evidence = {k: redact_text(v) for k, v in result.evidence.items()}
+    """Every text a probe returns is redacted and made inert here, once, whatever the probe
+    forgot: facts travel too (saved walks, `--json`, the cluster fan-out), not only the human
+    lines, and a tool's output (an environment variable, a device name) may hold escapes."""
+    result.raw = _clean(result.raw)
+    result.summary = _clean(result.summary)
+    result.evidence = {k: _clean(v) for k, v in result.evidence.items()}
     result.facts = {k: _scrub_fact(v) for k, v in result.facts.items()}
     return result
 
 
 class _Slot:
-    def __init__(self, spec: ProbeSpec, timeout: float) -> None:
+    def __init__(self, spec: ProbeSpec, timeout: float, context: ProbeContext) -> None:
         self.spec = spec
         self.timeout = timeout
+        self.context = context
         self.result: ProbeResult | None = None
         self.started = time.monotonic()
         self.thread = threading.Thread(target=self._work, name=f"probe-{spec.name}", daemon=True)
@@ -65,7 +75,7 @@ class _Slot:
         start = time.monotonic()
         try:
             margin = min(MARGIN_S, self.timeout * 0.1)
-            result = self.spec.load()(Budget(self.timeout - margin))
+            result = self.spec.load()(Budget(self.timeout - margin), self.context)
             if not isinstance(result, ProbeResult):
                 raise TypeError(f"returned {type(result).__name__}, not ProbeResult")
         except Exception as exc:  # a probe bug must not take the others down
@@ -76,10 +86,11 @@ class _Slot:
         self.result = result
 
 
-def run_specs(specs: Sequence[ProbeSpec], *, timeout: float | None = None) -> list[ProbeResult]:
+def run_specs(specs: Sequence[ProbeSpec], context: ProbeContext = NO_CONTEXT, *,
+              timeout: float | None = None) -> list[ProbeResult]:
     """Run the given specs concurrently; results in the order given."""
     override = _timeout_override(timeout)
-    slots = [_Slot(spec, override or spec.timeout) for spec in specs]
+    slots = [_Slot(spec, override or spec.timeout, context) for spec in specs]
     for slot in slots:
         slot.thread.start()
     results: list[ProbeResult] = []
@@ -99,9 +110,11 @@ def run_specs(specs: Sequence[ProbeSpec], *, timeout: float | None = None) -> li
 
 
 def run_probes(
-    names: Iterable[str] | None = None, *, timeout: float | None = None
+    names: Iterable[str] | None = None, context: ProbeContext = NO_CONTEXT, *,
+    timeout: float | None = None,
 ) -> list[ProbeResult]:
-    """Run the named probes (all when None); unknown names come back `unavailable`."""
+    """Run the named probes (all when None) with what the walk knows (`context`); unknown names
+    come back `unavailable`. A `ProbeRunner`."""
     chosen = list(PROBES) if names is None else list(names)
     specs: list[ProbeSpec] = []
     for name in chosen:
@@ -109,25 +122,12 @@ def run_probes(
         if spec is None:
             spec = ProbeSpec(name, "unknown probe", 1.0, {}, func=_unknown(name))
         specs.append(spec)
-    return run_specs(specs, timeout=timeout)
+    return run_specs(specs, context, timeout=timeout)
 
 
-def _unknown(name: str):
-    def probe(_budget: Budget) -> ProbeResult:
+def _unknown(name: str) -> Probe:
+    def probe(_budget: Budget, _context: ProbeContext) -> ProbeResult:
         return ProbeResult(name, "unavailable", f"no probe named {name!r}")
 
     return probe
 
-
-def facts_of(results: Iterable[ProbeResult]) -> dict[str, object]:
-    """Facts keyed `<probe>.<fact>` as tree rules name them."""
-    return {f"{r.name}.{fact}": value for r in results for fact, value in r.facts.items()}
-
-
-def evidence_of(results: Iterable[ProbeResult]) -> dict[str, str]:
-    """Evidence lines keyed `<probe>.<fact>`; facts without a line fall back to the summary."""
-    lines: dict[str, str] = {}
-    for r in results:
-        for fact in r.facts:
-            lines[f"{r.name}.{fact}"] = r.evidence.get(fact) or f"{r.name}: {r.summary}"
-    return lines

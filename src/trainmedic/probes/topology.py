@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from trainmedic.probes import nvsmi
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult, Status
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "topology"
@@ -95,6 +95,7 @@ def build_result(text: str) -> ProbeResult:
         else ("every GPU has a nearby NIC" if nics else "no NIC in the matrix"),
     }
     pairs = len(gpus) * (len(gpus) - 1) // 2
+    status: Status
     if via_cpu and nv_counts:
         status, summary = (
             "warn",
@@ -121,7 +122,7 @@ def build_result(text: str) -> ProbeResult:
     return ProbeResult(NAME, status, summary, facts, text, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     res = run_cmd(ARGV, budget.remaining())
     failed = nvsmi.failure(NAME, res)
     if failed is not None:

@@ -13,7 +13,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from trainmedic.probes.base import Budget, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
 
 NAME = "versions"
 DRIVER_FILE = Path("/proc/driver/nvidia/version")
@@ -124,5 +124,5 @@ def collect(driver_file: Path = DRIVER_FILE) -> ProbeResult:
     return ProbeResult(NAME, "ok", summary, facts, raw, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     return collect()

@@ -16,18 +16,12 @@ from pathlib import Path
 from trainmedic.errors import UsageError
 from trainmedic.trees.cache import load_cached
 from trainmedic.trees.model import Fix, LogSignature, Node, Question, Tree
+from trainmedic.trees.paths import TREE_SUFFIXES, builtin_tree_dir, tree_files
 from trainmedic.trees.problems import Problem
 
-TREE_SUFFIXES = (".yaml", ".yml")
+__all__ = ["TREE_SUFFIXES", "Forest", "Ref", "builtin_tree_dir", "load_forest",
+           "load_forest_or_fail", "tree_files"]
 
-
-def builtin_tree_dir() -> Path:
-    """`trees/` inside the installed wheel, or at the top of a source checkout."""
-    here = Path(__file__).resolve().parent.parent
-    packaged = here / "_builtin_trees"
-    if packaged.is_dir():
-        return packaged
-    return here.parent.parent / "trees"
 
 
 def shown_path(path: Path) -> str:
@@ -37,19 +31,6 @@ def shown_path(path: Path) -> str:
     except ValueError:
         return str(path)
     return rel if not rel.startswith("..") else str(path)
-
-
-def tree_files(paths: Iterable[Path]) -> Iterator[Path]:
-    """The tree files named, or found (sorted, recursively) in the folders named."""
-    for path in paths:
-        if path.is_dir():
-            yield from sorted(
-                p for p in path.rglob("*") if p.suffix in TREE_SUFFIXES and p.is_file()
-            )
-        elif path.exists():
-            yield path
-        else:
-            raise UsageError(f"{path}: no such file or folder")
 
 
 @dataclass(frozen=True)

@@ -145,17 +145,15 @@ def _rule_problem(rule: Rule, declared: dict[str, dict[str, str]]) -> str | None
     return None
 
 
-def lint_forest(forest: Forest, declared: dict[str, dict[str, str]] | None = None, *,
+def lint_forest(forest: Forest, declared: dict[str, dict[str, str]], *,
                 apis: bool = True, hooks: Hooks | None = None) -> list[Problem]:
     """Every problem in the forest, loader problems included, sorted by file and line.
 
-    `apis`: also check flags and environment variables against the shipped API lists.
-    `hooks`: the triage program's hooks and analyses, to check the signatures that name them.
+    `declared` is every probe's facts with their types (`probes.registry.declared_facts()`):
+    passed in, so the model never reaches up into the probes. `apis`: also check flags and
+    environment variables against the shipped API lists. `hooks`: the triage program's hooks
+    and analyses, to check the signatures that name them (passed in like `declared`).
     """
-    if declared is None:
-        from trainmedic.probes.registry import declared_facts
-
-        declared = declared_facts()
     from trainmedic.trees.forest import gc_paused
 
     problems = list(forest.problems)
@@ -175,4 +173,5 @@ def lint_forest(forest: Forest, declared: dict[str, dict[str, str]] | None = Non
 
 
 def only_files(problems: Iterable[Problem], files: set[str]) -> list[Problem]:
+    """The problems reported in `files` (as the loader shows paths)."""
     return [p for p in problems if p.file in files]

@@ -516,6 +516,7 @@ def parse_rule(entry: Any, src: Source) -> Rule | str:
     if not match:
         return (f"cannot read rule {entry!r}: write 'probe.fact OP value' with OP one of "
                 f"{' '.join(spec.OPS)}")
+    # RULE_RE matches only the operators of spec.OPS, which are the values of the Op type
     return Rule(match["fact"], match["op"], _parse_value(match["value"]), src)  # type: ignore[arg-type]
 
 
@@ -523,8 +524,9 @@ def load_tree_file(path: Path, shown: str | None = None) -> tuple[Tree | None, l
     """Load one tree file; problems are returned, never raised."""
     shown = shown or str(path)
     data, problems = read_yaml(path, shown)
-    if problems:
+    if data is None:
         return None, problems
     builder = _Builder(shown)
+    builder.problems.extend(problems)  # control characters: the tree is built from inert text
     tree = builder.tree(data)
     return tree, builder.problems

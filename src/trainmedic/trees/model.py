@@ -23,8 +23,8 @@ class Source:
 class Text(str):
     """English text that may carry translations (`{en: ..., zh: ...}` in YAML).
 
-    It *is* the English string, so every consumer can treat it as `str`; `in_language`
-    picks a translation where one exists.
+    It *is* the English string, so every consumer can treat it as `str`; the JSON export keeps
+    the `translations` (no front end shows them yet).
     """
 
     translations: dict[str, str]
@@ -33,9 +33,6 @@ class Text(str):
         obj = super().__new__(cls, value)
         obj.translations = dict(translations or {})
         return obj
-
-    def in_language(self, lang: str) -> str:
-        return self.translations.get(lang, str(self))
 
 
 Op = Literal["==", "!=", "<", "<=", ">", ">=", "contains"]

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from trainmedic.trees.model import Question, Rule
 
-_COMPARE: dict[str, Callable[[object, object], bool]] = {
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {  # Any: operator's own signatures
     "==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
     ">": operator.gt, ">=": operator.ge,
 }
@@ -31,8 +32,8 @@ def evaluate(rule: Rule, facts: Mapping[str, object]) -> bool | None:
                 return rule.value in actual or str(rule.value) in {str(v) for v in actual}
             return None
         if isinstance(actual, str) and isinstance(rule.value, str):
-            return _COMPARE[rule.op](actual.lower(), rule.value.lower())
-        return _COMPARE[rule.op](actual, rule.value)
+            return bool(_COMPARE[rule.op](actual.lower(), rule.value.lower()))
+        return bool(_COMPARE[rule.op](actual, rule.value))
     except TypeError:
         return None
 

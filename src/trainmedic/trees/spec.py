@@ -1,8 +1,8 @@
 """The tree format's keys, in one place.
 
 The loader validates YAML against these tables and `schema.py` turns the same tables into the
-JSON Schema that ships with the package, so the documentation, the editor schema and the loader
-cannot drift apart.
+JSON Schema that ships with the package; a test holds the key table of docs/tree-format.md to
+them, so the documentation, the editor schema and the loader cannot drift apart.
 """
 
 from __future__ import annotations

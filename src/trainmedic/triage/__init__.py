@@ -21,15 +21,17 @@ def _finish(scanner, skipped: list[tuple[str, str]] | None = None) -> TriageRepo
 
     scanner.finish()
     root = scanner.launcher.root_cause
+    loss = scanner.loss.finish()
     return TriageReport(
         findings=build_findings(scanner),
-        loss=scanner.loss.analysis,
+        loss=loss,
         ranks=scanner.ranks.to_dict(scanner.known_ranks),
         files=scanner.files,
         candidate_lines=scanner.candidate_lines,
         skipped=list(skipped or []),
         root_cause=root.to_dict() if root else None,
         errors=scanner.errors.count,
+        notes=list(scanner.notes),
     )
 
 

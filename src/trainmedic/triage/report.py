@@ -1,15 +1,27 @@
 """The result of a triage: ordered findings, the loss analysis and the per-rank view.
 
-Plain dataclasses with `to_dict()` so the CLI (`--json`), the TUI and incident reports share one
-shape. Evidence text is redacted when it is recorded, never later.
+Plain dataclasses with `to_dict()` so the CLI (`--json`), the TUI, saved walks and incident
+reports share one shape; `Evidence.from_dict`/`Finding.from_dict` read it back (and the older
+shapes saved walks hold). Evidence text is redacted when it is recorded, never later.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from trainmedic.triage.loss_series import LossAnalysis
+if TYPE_CHECKING:
+    from trainmedic.triage.loss.model import LossAnalysis
+
+NO_ORDER = (1 << 30, 0)  # sorts after every position a scanner records
+_WHERE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+): (?P<text>.*)$", re.DOTALL)
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass
@@ -20,9 +32,31 @@ class Evidence:
     rank: int | None = None
     host: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "line": self.line, "text": self.text, "rank": self.rank,
                 "host": self.host}
+
+    @property
+    def where(self) -> str:
+        """`rank3.log:812`: the file's name and the line, as people quote them."""
+        name = self.file.replace("\\", "/").rsplit("/", 1)[-1]
+        return f"{name}:{self.line}" if name else f"line {self.line}"
+
+    @classmethod
+    def from_dict(cls, data: object) -> Evidence | None:
+        """A saved evidence line: the mapping `to_dict()` writes, or the `file:line: text`
+        string that walks saved by 0.1.0's app hold; None for anything else."""
+        if isinstance(data, str):
+            m = _WHERE.match(data)
+            if m is None:
+                return cls("", 0, data)
+            return cls(m["file"], int(m["line"]), m["text"])
+        if not isinstance(data, Mapping):
+            return None
+        host = data.get("host")
+        return cls(str(data.get("file") or ""), _int_or_none(data.get("line")) or 0,
+                   str(data.get("text") or ""), _int_or_none(data.get("rank")),
+                   host if isinstance(host, str) else None)
 
 
 @dataclass
@@ -38,7 +72,10 @@ class Finding:
     ranks: list[int] = field(default_factory=list)
     first_time: datetime | None = None
     evidence: list[Evidence] = field(default_factory=list)
-    details: dict = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+    # where the first line was seen (file index, line): orders findings of equal weight and
+    # time; kept in memory only
+    first_order: tuple[int, int] = NO_ORDER
     hosts: list[str] = field(default_factory=list)
 
     @property
@@ -55,7 +92,7 @@ class Finding:
     def walk_command(self) -> str:
         return f"trainmedic walk {self.link}"
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "signature": self.signature, "tree": self.tree, "node": self.node,
             "link": self.link, "confidence": round(self.confidence, 2), "summary": self.summary,
@@ -63,32 +100,69 @@ class Finding:
             "ranks": self.ranks, "hosts": self.hosts,
             "first_time": self.first_time.isoformat(sep=" ") if self.first_time else None,
             "evidence": [e.to_dict() for e in self.evidence],
-            "details": {k: v for k, v in self.details.items() if not k.startswith("_")},
+            "details": dict(self.details),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Finding | None:
+        """A finding as `to_dict()` wrote it, or as 0.1.0's app saved it in a walk
+        (`tree, node, link, summary, evidence: [str]`); None without a tree to link to."""
+        tree, node = data.get("tree"), data.get("node")
+        link = data.get("link")
+        if not tree and isinstance(link, str):
+            tree, _, node = link.partition("#")
+        if not isinstance(tree, str) or not tree:
+            return None
+        try:
+            first_time = datetime.fromisoformat(str(data["first_time"]))
+        except (KeyError, TypeError, ValueError):
+            first_time = None
+        confidence = data.get("confidence")
+        count = _int_or_none(data.get("count"))
+        ranks = data.get("ranks")
+        hosts = data.get("hosts")
+        evidence = data.get("evidence")
+        details = data.get("details")
+        return cls(
+            signature=str(data.get("signature") or ""), tree=tree,
+            node=str(node) if node else None,
+            confidence=float(confidence) if isinstance(confidence, int | float) else 0.0,
+            summary=str(data.get("summary") or ""), kind=str(data.get("kind") or "cause"),
+            why=str(data.get("why") or ""), count=count or 0,
+            ranks=[r for r in ranks if _int_or_none(r) is not None]
+            if isinstance(ranks, list) else [],
+            first_time=first_time,
+            evidence=[e for e in map(Evidence.from_dict, evidence) if e is not None]
+            if isinstance(evidence, list) else [],
+            details=dict(details) if isinstance(details, Mapping) else {},
+            hosts=[h for h in hosts if isinstance(h, str)] if isinstance(hosts, list) else [],
+        )
 
 
 @dataclass
 class TriageReport:
     findings: list[Finding]
     loss: LossAnalysis
-    ranks: dict
+    ranks: dict[str, Any]
     files: list[str]
     candidate_lines: int = 0
+    notes: list[str] = field(default_factory=list)  # sources read only in part, and why
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why it was not read)
-    root_cause: dict | None = None  # the launcher's "first observed failure", when printed
+    root_cause: dict[str, Any] | None = None  # the launcher's "first observed failure"
     errors: int = 0  # error lines seen (a Python exception, a kill, a CUDA error, ...)
 
     @property
     def top(self) -> Finding | None:
         return self.findings[0] if self.findings else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "findings": [f.to_dict() for f in self.findings],
             "loss": self.loss.to_dict(),
             "ranks": self.ranks,
             "files": self.files,
             "candidate_lines": self.candidate_lines,
+            "notes": self.notes,
             "skipped": [{"file": f, "reason": why} for f, why in self.skipped],
             "root_cause": self.root_cause,
             "errors": self.errors,

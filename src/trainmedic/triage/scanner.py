@@ -4,48 +4,87 @@ Memory is bounded whatever the log size: per signature a count, a rank set, the 
 at most `MAX_EVIDENCE` lines; the loss series is downsampled; the rank view keeps two lines per
 rank; the error tracker one line per source. Every other line is dropped as soon as it is read.
 
+Each source is sniffed first: a metrics file (trainer_state.json, CSV, JSONL, TensorBoard
+events) goes to the loss readers only; a file of Megatron-style iteration lines has those read
+in blocks by the loss package's fast reader while grep looks for the other needles only
+(started first, so both run at once); any other log goes line by line through one prefilter.
+
 Which signatures exist, where they lead and what their hooks do come from the trees
 (`signatures.SignatureSet`); nothing here names a signature.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 from typing import Any, BinaryIO
 
+from trainmedic.errors import UsageError
 from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert, inert_line
 from trainmedic.trees.spec import NEAR_LINES
 from trainmedic.triage import launcher, lineinfo, trends, unmatched
-from trainmedic.triage.analyses import LOSS_ANALYSES
 from trainmedic.triage.hooks import LineContext
 from trainmedic.triage.launcher import LauncherTracker
-from trainmedic.triage.loss_series import LossTracker
+from trainmedic.triage.loss import LossTracker
 from trainmedic.triage.rank_compare import RankCompare
 from trainmedic.triage.signatures import (
     SERIES_NEEDLES,
+    SIDE_NEEDLES,
     TRAINING_STARTED,
     Signature,
     SignatureSet,
     forest_signatures,
 )
 from trainmedic.triage.sources import (
+    InputCut,
     Source,
-    candidates,
     grep_available,
     grep_candidates,
     python_candidates,
+    start_candidates,
     trie_pattern,
 )
 
+SNIFF_BYTES = 64 << 10
+_MEGATRON_LINE = re.compile(rb"\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?(?:loss|skipped)")
+
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
+# Longer lines (a base64 payload, a JSON record with a dump inside) keep their head, the part
+# around the first failure signature and their tail; every regex after that sees at most this.
+LINE_CAP = 8192
+EVIDENCE_CAP = 2000
 MAX_HOSTS = 256
 RECENT = 24  # candidate lines of a source kept for times and `near` routes
 MAX_PENDING = 16  # matches waiting for the lines below them (`near` routes)
+
+
+def shorten(text: str, limit: int, focus: int | None = None) -> str:
+    """`text` cut to about `limit` characters: its head, `focus` (an index) with some context,
+    and its tail, each cut said in place (`…[1234 characters cut]…`)."""
+    if len(text) <= limit:
+        return text
+    n = len(text)
+    head, tail = limit // 4, limit // 8
+    spans = [(0, head)]
+    if focus is not None and head < focus < n - tail:
+        start = max(head, focus - limit // 4)
+        spans.append((start, min(n - tail, start + limit // 2)))
+    else:
+        spans[0] = (0, limit - tail)
+    spans.append((n - tail, n))
+    out = [text[spans[0][0] : spans[0][1]]]
+    for (_, prev_end), (start, end) in pairwise(spans):
+        if start > prev_end:
+            out.append(f" \u2026[{start - prev_end} characters cut]\u2026 ")
+        out.append(text[max(start, prev_end) : end])
+    return "".join(out)
 
 
 @dataclass
@@ -100,6 +139,10 @@ class Scanner:
                  *trends.NEEDLES}
         self.needles = sorted(watch | set(SERIES_NEEDLES), key=lambda n: (-len(n), n))
         self._combined_b = trie_pattern(self.needles)
+        # Megatron-style logs: the loss package reads the iteration lines in blocks, so the
+        # prefilter looks for everything but the progress lines
+        self.side_needles = sorted(watch | set(SIDE_NEEDLES), key=lambda n: (-len(n), n))
+        self._side_b = trie_pattern(self.side_needles)
         # Progress lines are recognised by the loss tracker's own checks; leaving out their very
         # common first letters (" ", "l", "o") keeps this per-line scan fast. A lookahead finds
         # needles that overlap ("exits with return code = -9" holds two); the trie takes the
@@ -121,48 +164,131 @@ class Scanner:
         self.hosts: set[str] = set()
         self.candidate_lines = 0
         self.files: list[str] = []
-        self.redact = redact_text
-        self._loss_marks = (0, 0, 0, 0)
+        self.notes: list[str] = []  # sources read only in part, and why
+        self.redact = self.evidence_text
         self._started_in_source = False
         self._progress_in_source = False
         self._pending: deque[_Match] = deque()
 
     # ---- driving -------------------------------------------------------------------------
     def scan(self, source: Source) -> None:
-        self._scan(source, candidates(source, self.needles, self._combined_b,
-                                      use_grep=self.use_grep))
+        # A file name is shown as it is; a hostile one must not carry escape sequences.
+        name = inert_line(source.name)
+        if name != source.name:
+            source = dataclasses.replace(source, name=name)
+        self.loss.begin(source.name)
+        kind, megatron = self._sniff(source)
+        if kind is not None:
+            self._scan_metrics(source, kind)
+            return
+        if megatron and (source.data is not None or (source.path is not None and not source.gz)):
+            # grep looks for the needles on every other line while Python reads the iteration
+            # lines in blocks; lines with more than an iteration line on them come back here
+            from trainmedic.triage.loss.megatron import GREP_EXCLUDE
+
+            lines = start_candidates(source, self.side_needles, self._side_b,
+                                     use_grep=self.use_grep, exclude=GREP_EXCLUDE)
+            idx, recent = self._begin(source)
+            try:
+                stream = _open_plain(source)
+                with stream:
+                    self.loss.read_megatron(
+                        stream, source.name,
+                        lambda lineno, text: self._raw_line(text, source, idx, lineno, recent,
+                                                            loss=False),
+                        path=source.path if source.data is None else None)
+            except BaseException:
+                close = getattr(lines, "close", None)  # a generator: stops its grep
+                if close is not None:
+                    close()
+                raise
+            self._scan_lines(source, idx, lines, recent)
+            return
+        self._scan(source, start_candidates(source, self.needles, self._combined_b,
+                                            use_grep=self.use_grep))
+
+    def _sniff(self, source: Source) -> tuple[str | None, bool]:
+        """(metrics kind or None, whether the text is Megatron-style iteration lines)."""
+        from trainmedic.triage.loss.metrics import sniff
+
+        if source.data is not None:
+            head = source.data[:SNIFF_BYTES]
+        elif source.path is not None and not source.gz:
+            try:
+                with open(source.path, "rb") as f:
+                    head = f.read(SNIFF_BYTES)
+            except OSError:
+                return None, False  # candidates() reports it
+        else:
+            return None, False  # stdin and .gz: read once, line by line
+        kind = sniff(head, source.name)
+        return kind, kind is None and _MEGATRON_LINE.search(head) is not None
+
+    def _scan_metrics(self, source: Source, kind: str) -> None:
+        self.files.append(source.name)
+        try:
+            stream = _open_plain(source)
+        except OSError as exc:
+            raise UsageError(f"{source.name}: cannot read: {exc.strerror or exc}") from exc
+        with stream:
+            n = self.loss.read_metrics(kind, stream, source.name)
+        self.candidate_lines += n
 
     def scan_stream(self, stream: BinaryIO, name: str) -> None:
         """Scan any binary file-like object (tests feed generated streams of any size)."""
         grep = grep_available() if self.use_grep else None
         lines = (grep_candidates(None, self.needles, grep, stream=stream) if grep
                  else python_candidates(stream, self._combined_b))
-        self._scan(Source(name=name), lines)
+        self._scan(Source(name=inert_line(name)), lines)
+
+    def _scan(self, source: Source, lines: Iterator[tuple[int, bytes]]) -> None:
+        idx, recent = self._begin(source)
+        self._scan_lines(source, idx, lines, recent)
 
     def finish(self) -> None:
         """Call once after the last source."""
         self.errors.finish()
 
-    def _scan(self, source: Source, lines: Iterator[tuple[int, bytes]]) -> None:
+    def _begin(self, source: Source) -> tuple[int, deque[tuple[int, str]]]:
         self.files.append(source.name)
-        idx = len(self.files) - 1
         if source.rank is not None:
             self.known_ranks.add(source.rank)
-        recent: deque[tuple[int, str]] = deque(maxlen=RECENT)
         self._started_in_source = self._progress_in_source = False
         self.errors.new_source()
         self.launcher.new_source()
+        # the last few candidate lines of this source: times, and `near` routes
+        return len(self.files) - 1, deque(maxlen=RECENT)
+
+    def evidence_text(self, text: str) -> str:
+        """A log line as evidence: secrets redacted (before any cut, so no half secret is
+        left), cut to EVIDENCE_CAP around its signature, control characters made visible."""
+        text = redact_text(text)
+        if len(text) > EVIDENCE_CAP:
+            found = self._combined_s.search(text)
+            text = shorten(text, EVIDENCE_CAP, found.start() if found else None)
+        return inert(text)
+
+    def _scan_lines(self, source: Source, idx: int, lines: Iterator[tuple[int, bytes]],
+                    recent: deque[tuple[int, str]]) -> None:
         try:
             for lineno, raw in lines:
-                self.candidate_lines += 1
-                text = raw.decode("utf-8", "replace")
-                for seg in lineinfo.segments(text):
-                    self._line(lineinfo.clean(seg), source, idx, lineno, recent)
+                self._raw_line(raw.decode("utf-8", "replace"), source, idx, lineno, recent)
+        except InputCut as cut:
+            self.notes.append(inert_line(str(cut)))
         finally:
             self._flush_pending()
 
+    def _raw_line(self, text: str, source: Source, idx: int, lineno: int,
+                  recent: deque[tuple[int, str]], *, loss: bool = True) -> None:
+        self.candidate_lines += 1
+        for seg in lineinfo.segments(text):
+            if len(seg) > LINE_CAP:  # keep head, the part around a signature, and tail
+                found = self._combined_s.search(seg)
+                seg = shorten(seg, LINE_CAP, found.start() if found else None)
+            self._line(lineinfo.clean(seg), source, idx, lineno, recent, loss=loss)
+
     def _line(self, text: str, source: Source, idx: int, lineno: int,
-              recent: deque[tuple[int, str]]) -> None:
+              recent: deque[tuple[int, str]], *, loss: bool = True) -> None:
         if lineno == 1 and text.startswith(("# source:", "# synthetic", "# assembled")):
             return  # provenance header of a fixture / saved excerpt
         found = dict.fromkeys(p for n in self._combined_s.findall(text) for p in self._prefixes[n])
@@ -200,9 +326,8 @@ class Scanner:
         if found and not self._trend_needles.isdisjoint(found) and (
                 self.steptimes.first is None or self.steptimes.first[0] == source.name):
             self.steptimes.feed(text, source.name, lineno)
-        if self.loss.feed(text):
+        if loss and self.loss.feed(text, lineno):
             self._progress_in_source = True
-            self._loss_evidence(text, source, lineno, recent)
         elif not found and any(m in text for m in TRAINING_STARTED):
             self._started_in_source = True
 
@@ -239,7 +364,9 @@ class Scanner:
         outcome = None
         named: list[int] = []
         if sig.hook is not None:
-            ctx = LineContext(self._started_in_source, self._progress_in_source)
+            first = self.loss.lines.first_progress_line
+            progressed = self._progress_in_source or (first is not None and first < lineno)
+            ctx = LineContext(self._started_in_source, progressed)
             result = sig.hook.read(text, ctx)
             outcome, details, named = result.outcome, result.details, result.ranks[:MAX_RANKS]
             if named:  # the line names ranks (a desync report): those are the ones, not its own
@@ -288,35 +415,21 @@ class Scanner:
         if when is not None and (hit.first_time is None or _earlier(when, has_year, hit)):
             hit.first_time, hit.time_has_year, hit.time_inferred = when, has_year, inferred
         hit.first_order = min(hit.first_order, (m.idx, m.lineno))
-        line = (m.file, m.lineno, self.redact(m.text.strip())[:2000], m.rank, m.host)
+        line = (m.file, m.lineno, self.redact(m.text.strip()), m.rank, m.host)
         if len(hit.evidence) < MAX_EVIDENCE:
             hit.evidence.append(line)
         elif (m.rank is not None and all(e[3] != m.rank for e in hit.evidence)
               and len(hit.ranks) <= 2):
             hit.evidence[-1] = line  # keep one line of a second rank: who else saw it
 
-    def _loss_evidence(self, text: str, source: Source, lineno: int,
-                       recent: deque[tuple[int, str]]) -> None:
-        a = self.loss.analysis
-        marks = (len(a.spikes), a.nan_count + a.grad_norm_nan_count, len(a.grad_explosions),
-                 int(a.loss_scale_collapsed))
-        if marks == self._loss_marks:
-            return
-        for i, name in enumerate(LOSS_ANALYSES):
-            sig = self.signatures.derived.get(name)
-            if marks[i] == self._loss_marks[i] or sig is None:
-                continue
-            key = (sig.id, sig.tree, sig.node)
-            hit = self.hits.get(key)
-            if hit is None:
-                hit = self.hits[key] = Hit(sig, sig.tree, sig.node)
-                hit.first_order = (len(self.files) - 1, lineno)
-                hit.first_time, hit.time_has_year, _ = _time_of(recent)
-            hit.count += 1
-            if len(hit.evidence) < MAX_EVIDENCE:
-                hit.evidence.append((source.name, lineno, self.redact(text.strip())[:2000],
-                                     None, None))
-        self._loss_marks = marks
+
+def _open_plain(source: Source):
+    import io
+
+    if source.data is not None:
+        return io.BytesIO(source.data)
+    assert source.path is not None
+    return open(source.path, "rb")
 
 
 def _time_of(recent: deque[tuple[int, str]]) -> tuple[datetime | None, bool, bool]:

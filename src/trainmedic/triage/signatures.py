@@ -27,14 +27,23 @@ if TYPE_CHECKING:
 
 KIND_ORDER = {"cause": 0, "symptom": 1, "guess": 2, "context": 3}
 
-# Lines the loss-series parser and the rank comparison read (not findings by themselves).
-SERIES_NEEDLES: tuple[str, ...] = (
-    " iteration ", "'loss': ", "oss:", "oss =", "oss=", "Loss ", "loss ",
-    "save_interval", "save-interval", "saved checkpoint", "last enqueued", "Timeout at NCCL work",
-    "WorkNCCL(",
-    # training has started (an OOM before any progress line then means the config cannot fit)
+# Training-progress lines the line readers parse (Megatron family, HF dicts and tqdm bars,
+# DeepSpeed, Lightning/NeMo, torchtitan, DLLogger, plain "step N loss X").
+PROGRESS_NEEDLES: tuple[str, ...] = (
+    " iteration ", "'loss': ", "oss:", "oss =", "oss=", "Loss ", "loss ", "step=", "step:",
+    "DLLL", "it/s", "s/it",
+)
+# Lines read besides the signatures whatever the format: checkpoint saves and intervals (for
+# the rollback), framework hints (which flags the recovery may use), the rank comparison, and
+# the start of training (an OOM before any progress line then means the config cannot fit).
+SIDE_NEEDLES: tuple[str, ...] = (
+    "save_interval", "save-interval", "save_steps", "log_interval", "log-interval",
+    "logging_steps", "saved checkpoint", "Saving model checkpoint", "saving model to",
+    "Saving checkpoint", "eepSpeed", "deepspeed", "megatron.core", "megatron/core",
+    "Megatron-Core", "last enqueued", "Timeout at NCCL work", "WorkNCCL(",
     "before the start of training step", "***** Running training *****",
 )
+SERIES_NEEDLES = PROGRESS_NEEDLES + SIDE_NEEDLES
 TRAINING_STARTED = ("before the start of training step", "***** Running training *****")
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,}")

@@ -1,9 +1,10 @@
 """Step times from progress lines, and the loss standing still: two whole-log analyses.
 
 Slow training often shows only as a trend: the time per step (or epoch) climbs steadily on a
-fixed workload. The readers take the common forms: Megatron's `elapsed time per iteration (ms)`
-and its timer lines (`forward-compute` + `backward-compute`), `time this epoch=`, `time(s):`,
-`Iteration duration:`. Bounded: the series is kept at most `MAX_POINTS` long by halving.
+fixed workload. The readers take the common forms: Megatron's timer lines (`forward-compute` +
+`backward-compute`), `time this epoch=`, `time(s):`,
+`Iteration duration:`; Megatron's `elapsed time per iteration` is the loss package's
+(`step-time-regression`). Bounded: the series is kept at most `MAX_POINTS` long by halving.
 
 A loss that does not move at all - the same value, step after step - means the model is not
 learning (a plateau at the loss of a uniform guess, or no update at all). It is read from the
@@ -17,15 +18,13 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-NEEDLES = ("elapsed time per iteration", "forward-compute:", "time this epoch", "time(s):",
-           "Iteration duration:")
+NEEDLES = ("forward-compute:", "time this epoch", "time(s):", "Iteration duration:")
 MAX_POINTS = 512
 MIN_POINTS = 4
 CREEP_RATIO = 1.15  # the last third's median step time over the first third's
 CREEP_TAU = 0.4  # and a steady rise (Kendall's tau of time against order)
 
 _READERS = (
-    ("megatron", re.compile(r"elapsed time per iteration \(ms\): ([\d.]+)")),
     ("epoch", re.compile(r"time this epoch\s*=\s*([\d.]+)")),
     ("interval", re.compile(r"time\(s\):\s*([\d.]+)")),
     ("iteration", re.compile(r"Iteration duration:\s*([\d.]+)")),

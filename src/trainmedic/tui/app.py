@@ -1,20 +1,20 @@
 """The Textual app: owns the forest, the probe runner and saving; screens do the showing.
 
-Probes and triage are optional collaborators found at run time (guarded imports), and can be
-injected, so tests drive the app with fake probes and the UI never waits on a real one.
+The probe runner and the saver can be injected, so tests drive the app with fake probes and a
+fake disk, and the UI never waits on a real probe.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
 from textual.screen import Screen
 
 from trainmedic.errors import UsageError
@@ -22,11 +22,12 @@ from trainmedic.errors import UsageError
 if TYPE_CHECKING:
     from textual.command import Provider
 
+    from trainmedic.probes.runner import ProbeRunner
+    from trainmedic.saved_walks import WalkRecord
     from trainmedic.trees import Forest, Ref
-    from trainmedic.tui.catalog import TreeCard
-    from trainmedic.walk import WalkSession
-
-ProbeRunner = Callable[[list[str] | None], list[Any]]
+    from trainmedic.triage.attachment import TriageAttachment
+    from trainmedic.tui.home_cards import TreeCard
+    from trainmedic.walk import Saver, WalkSession
 
 
 class TreesBroken(Exception):
@@ -67,8 +68,7 @@ class TrainmedicApp(App[int]):
         session: WalkSession | None = None,
         probes: bool = True,
         probe_runner: ProbeRunner | None = None,
-        triage_api: Any | None = None,
-        save: Callable[[dict[str, Any]], object] | None = None,
+        save: Saver | None = None,
     ) -> None:
         super().__init__()
         if forest is None and forest_loader is None:
@@ -80,9 +80,10 @@ class TrainmedicApp(App[int]):
         self._initial_session = session
         self.probes_enabled = probes
         self._probe_runner = probe_runner
-        self._triage_api = triage_api
         self._save = save
         self._save_failed = False
+        self._on_exit: list[Callable[[], object]] = []
+        self.closing = False  # set while the app shuts down: background work must not save
         self.trees_error = ""  # set when the lazy forest load failed: the CLI exits 2
 
     # -- the trees ------------------------------------------------------------------------------
@@ -104,7 +105,7 @@ class TrainmedicApp(App[int]):
     def cards(self) -> list[TreeCard]:
         """Id, title, summary, tags and counts of every tree: what the home list shows."""
         if self._cards is None:
-            from trainmedic.tui.catalog import cards_from_forest
+            from trainmedic.tui.home_cards import cards_from_forest
 
             self._cards = cards_from_forest(self.forest)
         return self._cards
@@ -112,44 +113,38 @@ class TrainmedicApp(App[int]):
     # -- collaborators ------------------------------------------------------------------------
     @property
     def probe_runner(self) -> ProbeRunner | None:
-        """The injected runner, else `trainmedic.probes.runner.run_probes` if it exists."""
+        """The injected runner, else `run_probes`; None with `--no-probes`."""
+        if not self.probes_enabled:
+            return None
         if self._probe_runner is None:
-            if not self.probes_enabled:
-                return None
-            from trainmedic.plain import load_probe_runner
+            from trainmedic.walk import default_probe_runner
 
-            self._probe_runner = load_probe_runner()
+            self._probe_runner = default_probe_runner()
         return self._probe_runner
-
-    @property
-    def triage_api(self) -> Any | None:
-        """An object with `triage_paths(paths)` and `triage_text(text)`, or None."""
-        if self._triage_api is None:
-            try:
-                import trainmedic.triage as triage
-
-                if hasattr(triage, "triage_paths") and hasattr(triage, "triage_text"):
-                    self._triage_api = triage
-            except ImportError:
-                return None
-        return self._triage_api
 
     def save_session(self, session: WalkSession) -> None:
         """Save after every step; a failing disk is reported once and never ends the walk."""
         try:
+            record = session.record()
             if self._save is not None:
-                self._save(session.to_dict())
+                self._save(record)
             else:
-                from trainmedic.state import save_walk
+                from trainmedic.saved_walks import save_walk
 
-                save_walk(session.to_dict())
+                save_walk(record)
         except OSError as exc:
             if not self._save_failed:
                 self._save_failed = True
                 self.notify(f"cannot save the walk: {exc}", severity="warning")
 
+    def stop_on_exit(self, stop: Callable[[], object]) -> None:
+        """Call `stop` when the app closes (a sweep in flight holds the exit for a node timeout
+        otherwise); once per callable."""
+        if stop not in self._on_exit:
+            self._on_exit.append(stop)
+
     # -- navigation ---------------------------------------------------------------------------
-    def get_default_screen(self) -> Screen:
+    def get_default_screen(self) -> Screen[None]:
         from trainmedic.tui.screens.home import HomeScreen
 
         return HomeScreen()
@@ -159,12 +154,12 @@ class TrainmedicApp(App[int]):
             self.open_walk(self._initial_session)
 
     def on_unmount(self) -> None:
-        """A cluster sweep still in flight would hold the exit for up to a node timeout."""
-        cluster = sys.modules.get("trainmedic.tui.screens.cluster")
-        if cluster is not None and "trainmedic.cluster.fanout" in sys.modules:
-            cluster.stop_sweeps()
+        self.closing = True
+        for stop in self._on_exit:
+            stop()
 
-    def open_walk(self, target: WalkSession | Ref | str, *, triage: dict | None = None) -> None:
+    def open_walk(self, target: WalkSession | Ref | str, *,
+                  triage: TriageAttachment | None = None) -> None:
         from trainmedic.tui.screens.walk import WalkScreen
         from trainmedic.walk import WalkSession
 
@@ -178,11 +173,11 @@ class TrainmedicApp(App[int]):
             session.triage = triage
         self.push_screen(WalkScreen(session))
 
-    def resume(self, data: dict[str, Any]) -> None:
+    def resume(self, record: WalkRecord) -> None:
         from trainmedic.walk import WalkSession
 
         try:
-            session = WalkSession.from_dict(self.forest, data)
+            session = WalkSession.from_record(self.forest, record)
         except UsageError as exc:
             self.notify(str(exc), severity="error", timeout=8)
             return
@@ -198,10 +193,40 @@ class TrainmedicApp(App[int]):
             self.pop_screen()  # the home screen refreshes its recent walks when it resumes
 
     def action_help(self) -> None:
-        from trainmedic.tui.screens.help import HelpScreen
+        from trainmedic.tui.dialogs.help import HelpScreen
 
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.help_sections()))
+
+    def help_sections(self) -> list[tuple[str, list[BindingType]]]:
+        """Every screen's keys, for the help dialog: titled, in the order people meet them."""
+        from trainmedic.tui.dialogs.export import ExportScreen
+        from trainmedic.tui.dialogs.launch_command import LaunchCommandScreen
+        from trainmedic.tui.screens.browse import BrowseScreen
+        from trainmedic.tui.screens.cluster import ClusterScreen
+        from trainmedic.tui.screens.home import HomeScreen
+        from trainmedic.tui.screens.probes import ProbesScreen
+        from trainmedic.tui.screens.report import ReportScreen
+        from trainmedic.tui.screens.triage import TriageScreen
+        from trainmedic.tui.screens.walk import WalkScreen
+        from trainmedic.tui.widgets.codeblock import CodeBlock
+
+        return [
+            ("Everywhere", [*self.BINDINGS, Binding(
+                "ctrl+p", "", "command palette: actions and node search", key_display="^p")]),
+            ("Home", [Binding("", "", "type to filter the list; backspace, ^u edit it",
+                              key_display="a-z"), *HomeScreen.BINDINGS]),
+            ("Question / fix", [*WalkScreen.BINDINGS, *CodeBlock.BINDINGS,
+                                Binding("enter", "", "choose the highlighted answer")]),
+            ("Browse", list(BrowseScreen.BINDINGS)),
+            ("Export runbook (browse x)", [*ExportScreen.BINDINGS,
+                                           Binding("enter", "", "write the file")]),
+            ("Incident report (fix i)", list(ReportScreen.BINDINGS)),
+            ("Cluster", list(ClusterScreen.BINDINGS)),
+            ("Log triage", list(TriageScreen.BINDINGS)),
+            ("Probes", list(ProbesScreen.BINDINGS)),
+            ("Launch command", list(LaunchCommandScreen.BINDINGS)),
+        ]
 
     def action_triage(self) -> None:
         from trainmedic.tui.screens.triage import TriageScreen
@@ -218,11 +243,12 @@ class TrainmedicApp(App[int]):
         """The session of the walk screen under any dialogs (the palette, help), or None."""
         from textual.screen import ModalScreen
 
+        from trainmedic.tui.screens.walk import WalkScreen
+
         for screen in reversed(self.screen_stack):
             if isinstance(screen, ModalScreen):
                 continue
-            return getattr(screen, "session", None) if type(screen).__name__ == "WalkScreen" \
-                else None
+            return screen.session if isinstance(screen, WalkScreen) else None
         return None
 
     def action_cluster(self) -> None:
@@ -231,7 +257,7 @@ class TrainmedicApp(App[int]):
         self.push_screen(ClusterScreen())
 
     # -- command palette ----------------------------------------------------------------------
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+    def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Every action shown in the footer of this screen, plus the app-wide ones."""
         yield from super().get_system_commands(screen)
         seen: set[str] = set()
@@ -252,5 +278,5 @@ class TrainmedicApp(App[int]):
         yield SystemCommand("Browse trees", "Every tree as an outline", self.open_browse)
 
 
-async def _run_action(node: Any, action: str) -> None:
-    await node.run_action(action)
+async def _run_action(node: DOMNode, action: str) -> None:
+    await node.app.run_action(action, node)

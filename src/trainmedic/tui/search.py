@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from textual.command import Hit, Hits, Provider
 
 from trainmedic.trees import Fix, Forest, Ref
+
+if TYPE_CHECKING:
+    from trainmedic.tui.app import TrainmedicApp
 
 
 def node_label(forest: Forest, ref: Ref) -> str:
@@ -40,8 +44,8 @@ class NodeSearchProvider(Provider):
     """Command palette: jump to any question or fix of any tree (opened read-only in browse)."""
 
     async def search(self, query: str) -> Hits:
-        app = self.app
-        forest: Forest = app.forest  # type: ignore[attr-defined]
+        app = cast("TrainmedicApp", self.app)  # this provider is registered by TrainmedicApp
+        forest: Forest = app.forest
         matcher = self.matcher(query)
         for ref, node in forest.iter_nodes():
             kind = "fix" if isinstance(node, Fix) else "question"
@@ -49,5 +53,5 @@ class NodeSearchProvider(Provider):
             score = matcher.match(text)
             if score > 0:
                 yield Hit(score, matcher.highlight(text),
-                          partial(app.open_browse, ref),  # type: ignore[attr-defined]
+                          partial(app.open_browse, ref),
                           text=text, help=f"{kind} {ref} — open in browse")

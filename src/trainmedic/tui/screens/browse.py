@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from trainmedic.trees import Fix, Forest, Ref
+from trainmedic.tui.base import AppScreen
 from trainmedic.tui.search import node_label, search_nodes
 from trainmedic.tui.widgets.nodeview import render_node
 
@@ -31,8 +30,8 @@ def _label(forest: Forest, ref: Ref, prefix: str = "", *, show_tree: bool = Fals
     return text
 
 
-class BrowseScreen(Screen):
-    CSS_PATH = str(Path(__file__).with_name("browse.tcss"))
+class BrowseScreen(AppScreen[None]):
+    CSS_PATH = "browse.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("slash", "search", "search", key_display="/"),
         Binding("w", "walk", "walk from here"),
@@ -58,7 +57,7 @@ class BrowseScreen(Screen):
 
     @property
     def forest(self) -> Forest:
-        return self.app.forest  # type: ignore[attr-defined]
+        return self.app.forest
 
     def on_mount(self) -> None:
         outline = self.query_one("#outline", Tree)
@@ -177,8 +176,7 @@ class BrowseScreen(Screen):
         if ref is None and node is not None and node.children:
             ref = node.children[0].data
         if ref is not None:
-            app: Any = self.app
-            app.open_walk(ref)
+            self.app.open_walk(ref)
 
     def _tree_in_view(self) -> str | None:
         """The tree under the cursor (its branch, or any node in it)."""
@@ -192,7 +190,7 @@ class BrowseScreen(Screen):
         return None
 
     def action_export(self) -> None:
-        from trainmedic.tui.screens.export import ExportScreen
+        from trainmedic.tui.dialogs.export import ExportScreen
 
         tree_id = self._tree_in_view()
         if tree_id is None:

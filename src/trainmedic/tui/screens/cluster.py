@@ -2,29 +2,31 @@
 
 The table comes from `trainmedic.cluster.render.table_rows`, the rows `trainmedic probe --nodes`
 prints (healthy nodes collapsed into one `node[01-16] (16)` row). A new sweep runs
-`trainmedic.cluster.command.run_nodes` (the same function as the CLI) in a thread worker, so a
-node that never answers leaves the screen usable; the CLI saves the result and this screen
-reloads it when the worker ends.
+`trainmedic.cluster.sweep.sweep` (the same function as the CLI) in a thread worker, so a node
+that never answers leaves the screen usable; the worker saves the result it returns and hands it
+to the screen.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import threading
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.console import RenderableType
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
-from textual.screen import Screen
+from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Label, Static
-from textual.worker import Worker, WorkerState
+
+from trainmedic.tui.base import AppScreen
+
+if TYPE_CHECKING:
+    from trainmedic.cluster.result import ClusterResult
+    from trainmedic.tui.app import TrainmedicApp
 
 NO_SWEEP = ("No cluster sweep yet. Type a SPEC below and press enter: `slurm` inside an "
             "allocation, or a host list such as node[01-16],gpu-a7 (through ssh). The shell "
@@ -65,57 +67,15 @@ def age_text(time_iso: str, now: datetime | None = None) -> tuple[str, float]:
     return "just now", seconds  # pragma: no cover - the loop always returns
 
 
-def default_spec(result: dict | None) -> str:
+def default_spec(result: ClusterResult | None) -> str:
     """`slurm` inside an allocation, else the spec of the last sweep, else nothing."""
     if os.environ.get("SLURM_JOB_NODELIST"):
         return "slurm"
-    return str((result or {}).get("spec") or "")
+    return result.spec if result is not None else ""
 
 
-_QUIT = threading.Event()  # the app is closing: sweeps in flight are stopped, not recorded
-
-
-def sweep(spec: str) -> int:
-    """One sweep exactly as `trainmedic probe --nodes SPEC --json` (output captured by the
-    app); the result lands in the state folder. Raises UsageError for a bad SPEC.
-
-    A sweep stopped because the app quit would record every node as silent: the previous
-    result is put back instead.
-    """
-    from trainmedic.cluster import last_result_path
-    from trainmedic.cluster.command import run_nodes
-
-    path = last_result_path()
-    try:
-        before = path.read_text(encoding="utf-8")
-    except OSError:
-        before = None
-    args = argparse.Namespace(nodes=spec, job=None, names=[], node_timeout=None, json=True,
-                              all_columns=False, trees=[])
-    code = run_nodes(args)
-    if _QUIT.is_set():
-        try:
-            if before is None:
-                path.unlink(missing_ok=True)
-            else:
-                from trainmedic.state import write_json_atomic
-
-                write_json_atomic(path, json.loads(before))
-        except (OSError, ValueError):
-            pass
-    return code
-
-
-def stop_sweeps() -> None:
-    """Called when the app exits: stop the ssh/srun children so the process can end now."""
-    _QUIT.set()
-    from trainmedic.cluster.fanout import stop_all
-
-    stop_all()
-
-
-class ClusterScreen(Screen):
-    CSS_PATH = str(Path(__file__).with_name("cluster.tcss"))
+class ClusterScreen(AppScreen[None]):
+    CSS_PATH = "cluster.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "sweep", "sweep now"),
         Binding("slash", "edit_spec", "edit SPEC", key_display="/"),
@@ -124,9 +84,21 @@ class ClusterScreen(Screen):
         Binding("question_mark", "app.help", "help", key_display="?"),
     ]
 
+    class Swept(Message):
+        """A sweep ended: its result (already saved, or `save_error` says why not), or why it
+        could not run (`error`, nearly always a bad SPEC)."""
+
+        def __init__(self, spec: str, result: ClusterResult | None, error: str = "",
+                     save_error: str = "") -> None:
+            super().__init__()
+            self.spec = spec
+            self.result = result
+            self.error = error
+            self.save_error = save_error
+
     def __init__(self) -> None:
         super().__init__()
-        self.result: dict[str, Any] | None = None
+        self.result: ClusterResult | None = None
         self.sweeping: str | None = None  # the SPEC of the sweep in flight
 
     def compose(self) -> ComposeResult:
@@ -142,7 +114,6 @@ class ClusterScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        _QUIT.clear()  # a new app in the same process (tests, the screenshots script)
         self.action_reload()
         self.query_one("#sweep-spec", Input).value = default_spec(self.result)
         if self.result is None:
@@ -170,15 +141,9 @@ class ClusterScreen(Screen):
             return
         table.display = True
         summary.update(self._summary(result))
-        try:
-            from trainmedic.cluster.render import table_rows
+        from trainmedic.cluster.render import table_rows
 
-            header, rows = table_rows(result)
-        except (KeyError, TypeError, ValueError) as exc:
-            summary.update(Text(f"the saved cluster result is unreadable ({exc}); sweep again",
-                                style="red"))
-            table.display = False
-            return
+        header, rows = table_rows(result)
         table.add_columns(*header)
         for cells in rows:
             style = "" if cells[1] == "ok" else "bold red"
@@ -186,32 +151,33 @@ class ClusterScreen(Screen):
             table.add_row(*(Text(c, style=style) for c in cells))
         verdicts.update(self._verdicts(result))
 
-    def _summary(self, result: dict) -> Text:
-        age, seconds = age_text(str(result.get("time", "")))
+    def _summary(self, result: ClusterResult) -> Text:
+        age, seconds = age_text(result.time)
         text = Text()
-        text.append(f"{result.get('node_count', 0)} nodes via {result.get('method', '?')}: "
-                    f"{result.get('answered', 0)} answered, ")
-        bad = len(result.get("bad_nodes") or [])
+        text.append(f"{result.node_count} nodes via {result.method}: {result.answered} "
+                    "answered, ")
+        bad = len(result.bad_nodes)
         text.append(f"{bad} bad", style="bold red" if bad else "bold green")
-        text.append(f" ({float(result.get('wall_s') or 0):.1f}s)  ")
-        text.append(f"SPEC {result.get('spec') or '?'} · swept {age}", style="dim")
+        text.append(f" ({result.wall_s:.1f}s)  ")
+        text.append(f"SPEC {result.spec or '?'} · swept {age}", style="dim")
         if seconds > STALE_AFTER_S:
             text.append("  (old: s sweeps again)", style="yellow")
         return text
 
-    def _verdicts(self, result: dict) -> RenderableType:
+    def _verdicts(self, result: ClusterResult) -> RenderableType:
         """Each verdict indented as a block: wrapped, its second line still reads as part of it."""
         from rich.console import Group
         from rich.padding import Padding
 
+        from trainmedic.cluster.render import value_text
+
         parts: list[RenderableType] = []
-        lines = list(result.get("verdicts") or [])
-        if lines:
+        if result.verdicts:
             parts.append(Text("Bad nodes", style="bold"))
-            parts.extend(Padding(Text(line), (0, 0, 0, 2)) for line in lines)
-        for split in result.get("splits") or []:
-            groups = "; ".join(f"{k} on {hosts}" for k, hosts in split.get("groups", {}).items())
-            parts.append(Text(f"Inconsistent, no majority: {split.get('fact')}: {groups}",
+            parts.extend(Padding(Text(line), (0, 0, 0, 2)) for line in result.verdicts)
+        for split in result.splits:
+            groups = "; ".join(f"{value_text(k)} on {hosts}" for k, hosts in split.groups.items())
+            parts.append(Text(f"Inconsistent, no majority: {split.fact}: {groups}",
                               style="yellow"))
         if not parts:
             parts.append(Text("All nodes agree; no faulty node found.", style="green"))
@@ -235,7 +201,8 @@ class ClusterScreen(Screen):
             status.update(Text("type a SPEC first (slurm, or a host list)", style="yellow"))
             self.action_edit_spec()
             return
-        from trainmedic.cluster.fanout import DEFAULT_NODE_TIMEOUT  # what run_nodes applies
+        from trainmedic.cluster.fanout import DEFAULT_NODE_TIMEOUT
+        from trainmedic.cluster.sweep import stop_sweeps
 
         self.sweeping = spec
         status.update(Text(f"sweeping {spec}… each node has {DEFAULT_NODE_TIMEOUT:g} s; keys "
@@ -245,23 +212,46 @@ class ClusterScreen(Screen):
             table.focus()
         else:
             self.set_focus(None)  # the screen's keys (s, l, esc, ?) answer while it runs
-        self.run_worker(lambda: sweep(spec), thread=True, group="sweep", name=spec,
-                        exit_on_error=False)
+        self.app.stop_on_exit(stop_sweeps)  # quitting must not wait a node timeout
+        self._sweep(spec, self.app)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "sweep" or event.state not in (WorkerState.SUCCESS,
-                                                                WorkerState.ERROR):
+    @work(thread=True, group="sweep", exit_on_error=False)
+    def _sweep(self, spec: str, app: TrainmedicApp) -> None:
+        """The sweep, then its result saved for trees and the next visit, even when this screen
+        was left meanwhile; not when the app quit mid-sweep: stopped, every node would read as
+        silent, so the last good result stays."""
+        from trainmedic.cluster.store import save_last_result
+        from trainmedic.cluster.sweep import sweep
+
+        try:
+            result = sweep(spec)
+        except Exception as exc:  # UsageError for a bad SPEC; anything else is shown too
+            self.post_message(self.Swept(spec, None, str(exc)))
             return
+        if app.closing:
+            return
+        save_error = ""
+        try:
+            save_last_result(result)
+        except OSError as exc:
+            save_error = str(exc)
+        self.post_message(self.Swept(spec, result, save_error=save_error))
+
+    def on_cluster_screen_swept(self, message: Swept) -> None:
         self.sweeping = None
         status = self.query_one("#sweep-status", Static)
-        if event.state == WorkerState.ERROR:
-            status.update(Text(f"sweep failed: {event.worker.error}", style="red"))
+        if message.result is None:
+            status.update(Text(f"sweep failed: {message.error}", style="red"))
             self.action_edit_spec()  # nearly always a bad SPEC: typing now mends it, not `s`
             return
-        self.action_reload()
-        bad = len((self.result or {}).get("bad_nodes") or [])
-        status.update(Text(f"sweep of {event.worker.name} done: {bad} bad node(s)",
-                           style="bold red" if bad else "green"))
+        self.result = message.result
+        self.show_result()
+        bad = len(message.result.bad_nodes)
+        line = Text(f"sweep of {message.spec} done: {bad} bad node(s)",
+                    style="bold red" if bad else "green")
+        if message.save_error:
+            line.append(f" (not saved: {message.save_error})", style="yellow")
+        status.update(line)
         self.query_one("#cluster-table", DataTable).focus()
 
     def action_leave(self) -> None:

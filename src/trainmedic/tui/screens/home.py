@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
+
+from trainmedic.tui.base import AppScreen
+from trainmedic.tui.served import probes_location
+
+if TYPE_CHECKING:
+    from trainmedic.saved_walks import SavedWalk, WalkRecord
 
 RECENT_WALKS = 5
 PLACEHOLDER = "type to filter trees, actions and recent walks"
@@ -23,10 +28,10 @@ class Entry(NamedTuple):
     label: Text
     haystack: str
     detail: Text
-    data: Any = None
+    walk: WalkRecord | None = None  # what a "walk:" entry resumes
 
 
-class HomeScreen(Screen):
+class HomeScreen(AppScreen[None]):
     """Typing filters (like fzf): printable keys edit the filter line, the list keeps focus.
 
     A plain line instead of an `Input` keeps the first frame cheap (no Input CSS to parse).
@@ -50,31 +55,35 @@ class HomeScreen(Screen):
     def __init__(self) -> None:
         super().__init__()
         self._reported: set[object] = set()  # unreadable saved walks already notified
+        self._shown_once = False
+        self._detail_key: str | None = "?"  # the entry whose detail is shown ("?": none yet)
+        self.entries: list[Entry] = []
+        self.shown: list[Entry] = []
+        self.filter_text = ""
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("trainmedic", "bold"), "  from a dead or frozen training "
-                                   "job to the fix"), id="titlebar")
+        served = probes_location()  # in a browser the probes read the server: say so first
+        yield Static(Text.assemble(("trainmedic", "bold"), (f"  {served}  ·", "bold")
+                                   if served else "", "  from a dead or frozen training job to "
+                                   "the fix"), id="titlebar")
         yield Static(Text(f"/ {PLACEHOLDER}", style="dim"), id="filter")
         yield OptionList(id="entries")
         yield Static(id="detail")
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.entries: list[Entry] = []
-        self.shown: list[Entry] = []
-        self.filter_text = ""
         self.reload_walks()
         self.query_one("#entries", OptionList).focus()
 
     def on_screen_resume(self) -> None:
         """Back from a walk (esc, h, or the palette): list it among the recent walks."""
-        if getattr(self, "_shown_once", False):
+        if self._shown_once:
             self.reload_walks()
         self._shown_once = True
 
     # -- content ------------------------------------------------------------------------------
     def reload_walks(self) -> None:
-        from trainmedic.state import list_walks
+        from trainmedic.saved_walks import list_walks
 
         walks, skipped = list_walks(limit=RECENT_WALKS)
         for item in skipped:
@@ -86,7 +95,7 @@ class HomeScreen(Screen):
         self.apply_filter(self.filter_text)
 
     def _tree_entries(self) -> list[Entry]:
-        cards = sorted(self.app.cards, key=lambda c: c.id != "triage")  # type: ignore[attr-defined]
+        cards = sorted(self.app.cards, key=lambda c: c.id != "triage")
         entries = []
         width = max((len(c.id) for c in cards), default=4)
         for card in cards:
@@ -99,7 +108,7 @@ class HomeScreen(Screen):
                                    (f" · {', '.join(card.tags)}" if card.tags else ""),
                                    "\n", card.summary)
             hay = " ".join([card.id, card.title, card.summary, *card.tags]).lower()
-            entries.append(Entry(f"tree:{card.id}", label, hay, detail, card.id))
+            entries.append(Entry(f"tree:{card.id}", label, hay, detail))
         return entries
 
     def _action_entries(self) -> list[Entry]:
@@ -116,20 +125,20 @@ class HomeScreen(Screen):
             entry("action:cluster", "Cluster", "last sweep of every node: the one that differs"),
         ]
 
-    def _walk_entries(self, walks) -> list[Entry]:
+    def _walk_entries(self, walks: list[SavedWalk]) -> list[Entry]:
         entries = []
         for saved in walks[:RECENT_WALKS]:
-            data = saved.data
-            when = str(data.get("updated", ""))[:16].replace("T", " ")
-            done = "fix" if data.get("finished") else "at"
+            walk = saved.record
+            when = walk.updated[:16].replace("T", " ")
+            done = "fix" if walk.finished else "at"
             label = Text(no_wrap=True, overflow="ellipsis")
             label.append("↺ resume ", style="bold")
-            label.append(f"{data.get('tree', '?')}  {done} {data.get('current', '?')}")
-            steps = len(data.get("steps", []))
+            label.append(f"{walk.tree or '?'}  {done} {walk.current or '?'}")
+            steps = len(walk.steps)
             label.append(f"  {steps} step{'' if steps == 1 else 's'} · {when}", style="dim")
             detail = Text(f"saved walk {saved.id}\n{saved.path}")
-            hay = f"resume {saved.id} {data.get('current', '')}".lower()
-            entries.append(Entry(f"walk:{saved.id}", label, hay, detail, data))
+            hay = f"resume {saved.id} {walk.current}".lower()
+            entries.append(Entry(f"walk:{saved.id}", label, hay, detail, walk))
         return entries
 
     def set_filter(self, text: str) -> None:
@@ -172,7 +181,7 @@ class HomeScreen(Screen):
     def _show_detail(self) -> None:
         entry = self.current_entry()
         key = entry.key if entry is not None else None
-        if key == getattr(self, "_detail_key", ...):
+        if key == self._detail_key:
             return  # unchanged: a needless update would cost a layout pass (and startup time)
         self._detail_key = key
         detail = self.query_one("#detail", Static)
@@ -222,12 +231,12 @@ class HomeScreen(Screen):
         entry = self.current_entry()
         if entry is None:
             return
-        kind, _, _name = entry.key.partition(":")
-        app: Any = self.app
+        kind, _, name = entry.key.partition(":")
+        app = self.app
         if kind == "tree":
-            app.open_walk(entry.data)
-        elif kind == "walk":
-            app.resume(entry.data)
+            app.open_walk(name)
+        elif kind == "walk" and entry.walk is not None:
+            app.resume(entry.walk)
         elif entry.key == "action:triage":
             app.action_triage()
         elif entry.key == "action:probes":
@@ -239,14 +248,15 @@ class HomeScreen(Screen):
 
     def action_browse(self) -> None:
         entry = self.current_entry()
-        app: Any = self.app
-        if entry is not None and entry.key.startswith("tree:"):
-            app.open_browse(app.forest.start(entry.data))
+        app = self.app
+        kind, _, name = entry.key.partition(":") if entry is not None else ("", "", "")
+        if kind == "tree":
+            app.open_browse(app.forest.start(name))
         else:
             app.open_browse()
 
     def action_triage(self) -> None:
-        self.app.action_triage()  # type: ignore[attr-defined]
+        self.app.action_triage()
 
     def action_probes(self) -> None:
-        self.app.action_probes()  # type: ignore[attr-defined]
+        self.app.action_probes()

@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.screen import Screen
+from textual.message import Message
 from textual.widgets import Footer, Static
-from textual.worker import Worker, WorkerState
 
+from trainmedic.tui.base import PROBES_OFF, AppScreen
+from trainmedic.tui.served import served_on
 from trainmedic.tui.widgets.evidence import STATUS_MARK
 
 if TYPE_CHECKING:
+    from trainmedic.probes.base import ProbeContext, ProbeResult
+    from trainmedic.probes.runner import ProbeRunner
     from trainmedic.walk import WalkSession
 
 
-def results_table(results: list) -> Table:
+def results_table(results: list[ProbeResult]) -> Table:
     """Status, name, summary, time: a grid, so a long summary wraps under itself and the
     column of names stays readable."""
     grid = Table.grid(padding=(0, 1), expand=True)
@@ -35,13 +37,21 @@ def results_table(results: list) -> Table:
     return grid
 
 
-class ProbesScreen(Screen):
-    CSS_PATH = str(Path(__file__).with_name("triage.tcss"))
+class ProbesScreen(AppScreen[None]):
+    CSS_PATH = "probes.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("r", "run", "run again"),
         Binding("escape", "leave", "back", key_display="esc"),
         Binding("question_mark", "app.help", "help", key_display="?"),
     ]
+
+    class Answered(Message):
+        """Every probe is back (`error`: the runner itself failed)."""
+
+        def __init__(self, results: list[ProbeResult], error: str = "") -> None:
+            super().__init__()
+            self.results = results
+            self.error = error
 
     def __init__(self, session: WalkSession | None = None) -> None:
         super().__init__()
@@ -49,7 +59,8 @@ class ProbesScreen(Screen):
 
     def compose(self) -> ComposeResult:
         where = f"  attached to walk {self.session.id}" if self.session else ""
-        yield Static(Text.assemble(("Probes", "bold"), "  this machine: GPUs, environment, "
+        machine = f"{served_on()}, the server" if served_on() else "this machine"
+        yield Static(Text.assemble(("Probes", "bold"), f"  {machine}: GPUs, environment, "
                                    "versions, kernel Xid, network", (where, "dim")),
                      id="titlebar")
         with VerticalScroll(id="probe-results"):
@@ -61,27 +72,35 @@ class ProbesScreen(Screen):
 
     def action_run(self) -> None:
         table = self.query_one("#probe-table", Static)
-        runner = self.app.probe_runner  # type: ignore[attr-defined]
+        runner = self.app.probe_runner
         if runner is None:
-            table.update(Text("probes not available in this build", style="yellow"))
+            table.update(Text(PROBES_OFF, style="yellow"))
             return
         table.update(Text("running probes… (each has its own timeout; the screen stays live)",
                           style="italic"))
-        self.run_worker(partial(runner, None), thread=True, group="all-probes",
-                        exclusive=True, exit_on_error=False)
+        context = self.session.probe_context() if self.session is not None else None
+        self._run(runner, context)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "all-probes":
+    @work(thread=True, group="all-probes", exclusive=True, exit_on_error=False)
+    def _run(self, runner: ProbeRunner, context: ProbeContext | None) -> None:
+        from trainmedic.probes.base import NO_CONTEXT
+
+        try:
+            results = runner(None, context or NO_CONTEXT)
+        except Exception as exc:  # the runner never raises; a stand-in might
+            self.post_message(self.Answered([], f"{type(exc).__name__}: {exc}"))
             return
+        self.post_message(self.Answered(results))
+
+    def on_probes_screen_answered(self, message: Answered) -> None:
         table = self.query_one("#probe-table", Static)
-        if event.state == WorkerState.ERROR:
-            table.update(Text(f"probes failed: {event.worker.error}", style="red"))
-        elif event.state == WorkerState.SUCCESS:
-            results = list(event.worker.result or [])
-            if self.session is not None and results:
-                self.session.attach_probes(results)
-                self.app.save_session(self.session)  # type: ignore[attr-defined]
-            table.update(results_table(results))
+        if message.error:
+            table.update(Text(f"probes failed: {message.error}", style="red"))
+            return
+        if self.session is not None and message.results:
+            self.session.attach_probes(message.results)
+            self.app.save_session(self.session)
+        table.update(results_table(message.results))
 
     def action_leave(self) -> None:
         self.app.pop_screen()

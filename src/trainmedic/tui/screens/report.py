@@ -6,16 +6,15 @@ which redacts secrets, including the launch command; the screen shows nothing el
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Markdown, Static
 
+from trainmedic.tui.base import AppScreen
 from trainmedic.tui.savefile import SaveGuard, write_text
 from trainmedic.tui.widgets.pathinput import PathInput
 
@@ -24,8 +23,8 @@ def default_report_path(walk_id: str) -> str:
     return f"./trainmedic-report-{walk_id}.md"
 
 
-class ReportScreen(Screen):
-    CSS_PATH = str(Path(__file__).with_name("report.tcss"))
+class ReportScreen(AppScreen[None]):
+    CSS_PATH = "report.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+s", "save", "save", key_display="^s", priority=True),
         Binding("s", "save", "save", show=False),
@@ -34,14 +33,14 @@ class ReportScreen(Screen):
         Binding("question_mark", "app.help", "help", key_display="?"),
     ]
 
-    def __init__(self, session_data: dict[str, Any], markdown: str) -> None:
+    def __init__(self, walk_id: str, markdown: str) -> None:
         super().__init__()
-        self.session_data = session_data
+        self.walk_id = walk_id
         self.markdown = markdown
         self._guard = SaveGuard()
 
     def compose(self) -> ComposeResult:
-        walk_id = str(self.session_data.get("id", "walk"))
+        walk_id = self.walk_id
         yield Static(Text.assemble(("Incident report", "bold"), f"  walk {walk_id}",
                                    ("  secrets redacted", "dim")), id="titlebar")
         with VerticalScroll(id="report-view"):

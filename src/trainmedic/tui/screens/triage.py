@@ -3,49 +3,45 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
+from textual.message import Message
 from textual.widgets import Footer, Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
+from trainmedic.triage import TriageReport
+from trainmedic.triage.attachment import TriageAttachment
+from trainmedic.tui.base import AppScreen
 from trainmedic.tui.widgets.losscurve import LossCurve
 from trainmedic.tui.widgets.pathinput import PathInput
 
 ASK_TREE = "triage"  # where to go when the log names nothing known: the tree that asks
-NOT_AVAILABLE = "triage not available in this build (trainmedic.triage has no triage_paths)"
+FIRST_LINE = 118  # characters of a finding's first evidence line shown under it
 
 
-def finding_to_dict(finding: Any) -> dict[str, Any]:
-    """The part of a finding the walk keeps: link, summary and evidence lines (as text)."""
-    evidence = []
-    for e in getattr(finding, "evidence", []) or []:
-        if isinstance(e, str):
-            evidence.append(e)
-        else:
-            where = f"{Path(str(getattr(e, 'file', ''))).name}:{getattr(e, 'line', '')}"
-            evidence.append(f"{where}: {getattr(e, 'text', e)}")
-    node = getattr(finding, "node", None)
-    tree = str(getattr(finding, "tree", ""))
-    return {"tree": tree, "node": node, "link": f"{tree}#{node}" if node else tree,
-            "summary": str(getattr(finding, "summary", "")), "evidence": evidence}
-
-
-class TriageScreen(Screen):
-    CSS_PATH = str(Path(__file__).with_name("triage.tcss"))
+class TriageScreen(AppScreen[None]):
+    CSS_PATH = "triage.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+r", "analyse", "analyse", key_display="^r"),
         Binding("escape", "leave", "back", key_display="esc"),
         Binding("f2", "focus_findings", "findings", key_display="F2"),
     ]
 
+    class Analysed(Message):
+        """The triage in the background is done: its report, or why it failed."""
+
+        def __init__(self, report: TriageReport | None, error: str = "") -> None:
+            super().__init__()
+            self.report = report
+            self.error = error
+
     def __init__(self) -> None:
         super().__init__()
-        self.findings: list[dict[str, Any]] = []
+        self.report: TriageReport | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("Log triage", "bold"), "  name what went wrong and where to "
@@ -61,23 +57,15 @@ class TriageScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one(LossCurve).show(None)
-        status = self.query_one("#triage-status", Static)
-        if self.app.triage_api is None:  # type: ignore[attr-defined]
-            status.update(Text(NOT_AVAILABLE, style="yellow"))
-        else:
-            status.update(Text("Findings appear here; enter on one starts the walk there.",
-                               style="dim"))
+        self.query_one("#triage-status", Static).update(
+            Text("Findings appear here; enter on one starts the walk there.", style="dim"))
         self.query_one("#log-path", Input).focus()
 
     def on_input_submitted(self, _event: Input.Submitted) -> None:
         self.action_analyse()
 
     def action_analyse(self) -> None:
-        api = self.app.triage_api  # type: ignore[attr-defined]
         status = self.query_one("#triage-status", Static)
-        if api is None:
-            status.update(Text(NOT_AVAILABLE, style="yellow"))
-            return
         path = self.query_one("#log-path", Input).value.strip()
         text = self.query_one("#paste", TextArea).text
         if not path and not text.strip():
@@ -89,29 +77,31 @@ class TriageScreen(Screen):
             return
         status.update(Text("analysing…", style="italic"))
         self._clear_results()  # an error below must not sit above the last log's findings
-        if path:
-            work = lambda: api.triage_paths([str(Path(path).expanduser())])  # noqa: E731
-        else:
-            work = lambda: api.triage_text(text)  # noqa: E731
-        self.run_worker(work, thread=True, group="triage", exit_on_error=False, exclusive=True)
+        self._analyse(str(Path(path).expanduser()) if path else None, text)
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group != "triage":
+    @work(thread=True, group="triage", exclusive=True, exit_on_error=False)
+    def _analyse(self, path: str | None, text: str) -> None:
+        """In a thread: a big folder of logs takes a while, the screen stays live."""
+        from trainmedic.triage import triage_paths, triage_text
+
+        try:
+            report = triage_paths([path]) if path is not None else triage_text(text)
+        except Exception as exc:  # UsageError for unreadable input; anything else is shown too
+            self.post_message(self.Analysed(None, str(exc)))
             return
-        status = self.query_one("#triage-status", Static)
-        if event.state == WorkerState.ERROR:
-            status.update(Text(f"triage failed: {event.worker.error}", style="red"))
+        self.post_message(self.Analysed(report))
+
+    def on_triage_screen_analysed(self, message: Analysed) -> None:
+        if message.report is None:
+            self.query_one("#triage-status", Static).update(
+                Text(f"triage failed: {message.error}", style="red"))
             return
-        if event.state != WorkerState.SUCCESS:
-            return
-        result = event.worker.result
-        self.query_one(LossCurve).show(getattr(result, "loss", None))
-        findings = getattr(result, "findings", result) or []
-        self.findings = [finding_to_dict(f) for f in findings]
+        self.report = message.report
+        self.query_one(LossCurve).show(message.report.loss)
         self.show_findings()
 
     def _clear_results(self) -> None:
-        self.findings = []
+        self.report = None
         self.query_one("#findings", OptionList).clear_options()
         self.query_one(LossCurve).show(None)
 
@@ -119,33 +109,36 @@ class TriageScreen(Screen):
         options = self.query_one("#findings", OptionList)
         options.clear_options()
         status = self.query_one("#triage-status", Static)
-        if not self.findings:
+        findings = self.report.findings if self.report is not None else []
+        if not findings:
             status.update(Text("No known failure found in it.", style="yellow"))
             options.add_option(Option(Text.assemble(("triage  ", "bold"), "walk the entry tree "
                                                     "instead: what do you see?"), id=ASK_TREE))
             options.highlighted = 0
             options.focus()
             return
-        status.update(Text(f"{len(self.findings)} finding(s), most likely first:", style="bold"))
-        for f in self.findings:
+        status.update(Text(f"{len(findings)} finding(s), most likely first:", style="bold"))
+        for finding in findings:
             label = Text()
-            label.append(f"{f['link']}  ", style="bold")
-            label.append(f["summary"])
-            if f["evidence"]:
-                first = " ".join(f["evidence"][0].split())
-                label.append(f"\n   {first[:117] + '…' if len(first) > 118 else first}",
-                             style="dim")
+            label.append(f"{finding.link}  ", style="bold")
+            label.append(finding.summary)
+            if finding.evidence:
+                first = " ".join(f"{finding.evidence[0].where}: {finding.evidence[0].text}"
+                                 .split())
+                cut = first[:FIRST_LINE - 1] + "…" if len(first) > FIRST_LINE else first
+                label.append(f"\n   {cut}", style="dim")
             options.add_option(Option(label))
         options.highlighted = 0
         options.focus()
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
-        app: Any = self.app
-        if event.option.id == ASK_TREE:
-            app.open_walk(ASK_TREE)
+        if event.option.id == ASK_TREE or self.report is None:
+            self.app.open_walk(ASK_TREE)
             return
-        finding = self.findings[event.option_index]
-        app.open_walk(finding["link"], triage=finding)
+        attachment = TriageAttachment.of(self.report, event.option_index)
+        finding = attachment.finding
+        assert finding is not None
+        self.app.open_walk(finding.link, triage=attachment)
 
     def action_focus_findings(self) -> None:
         self.query_one("#findings", OptionList).focus()

@@ -7,23 +7,26 @@ freezes the screen; when they answer, the suggestion and its evidence appear bes
 
 from __future__ import annotations
 
-from functools import partial
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.screen import Screen
+from textual.message import Message
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
-from textual.worker import Worker, WorkerState
 
 from trainmedic.trees import Fix, Question
+from trainmedic.tui.base import AppScreen
 from trainmedic.tui.widgets.codeblock import CodeBlock
 from trainmedic.tui.widgets.evidence import EvidencePanel
 from trainmedic.walk import WalkSession
+
+if TYPE_CHECKING:
+    from trainmedic.probes.base import ProbeContext, ProbeResult
+    from trainmedic.probes.runner import ProbeRunner
 
 
 def _digit_bindings(action: str, description: str) -> list[Binding]:
@@ -32,25 +35,8 @@ def _digit_bindings(action: str, description: str) -> list[Binding]:
                       for n in range(2, 10)]
 
 
-def _run_with_launch(runner: Any, names: list[str], launch_command: str) -> list[Any]:
-    """Run probes; with a launch command known, `memory` estimates that command instead of
-    reading TRAINMEDIC_LAUNCH_SCRIPT (in this worker thread: it may parse a long script)."""
-    if "memory" not in names or not launch_command.strip():
-        return runner(names)
-    try:
-        from trainmedic.probes.memory_estimate import from_text
-    except ImportError:
-        return runner(names)
-    from trainmedic.tui.screens.launch import read_launch_text
-
-    others = [n for n in names if n != "memory"]
-    results = list(runner(others)) if others else []
-    text, source = read_launch_text(launch_command)
-    return [*results, from_text(text, source)]
-
-
-class WalkScreen(Screen):
-    CSS_PATH = str(Path(__file__).with_name("walk.tcss"))
+class WalkScreen(AppScreen[None]):
+    CSS_PATH = "walk.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         *_digit_bindings("answer", "answer"),
         *_digit_bindings("copy", "copy"),
@@ -69,11 +55,19 @@ class WalkScreen(Screen):
         Binding("question_mark", "app.help", "help", key_display="?"),
     ]
 
+    class ProbesAnswered(Message):
+        """The probes run in the background are back (`error`: the runner itself failed)."""
+
+        def __init__(self, names: list[str], results: list[ProbeResult], error: str = "") -> None:
+            super().__init__()
+            self.names = names
+            self.results = results
+            self.error = error
+
     def __init__(self, session: WalkSession) -> None:
         super().__init__()
         self.session = session
         self.running: list[str] = []
-        self.asked: set[str] = set()
         self.suggested_index: int | None = None  # what the answers list marks right now
 
     # -- layout -------------------------------------------------------------------------------
@@ -183,7 +177,7 @@ class WalkScreen(Screen):
 
     def _after_step(self, *, save: bool = True) -> None:
         if save:
-            self.app.save_session(self.session)  # type: ignore[attr-defined]
+            self.app.save_session(self.session)
         self._update_evidence()
         self._focus_main()
         self._start_probes()
@@ -192,7 +186,7 @@ class WalkScreen(Screen):
     async def _move(self, moved: bool = True) -> None:
         if not moved:
             return
-        self.app.save_session(self.session)  # type: ignore[attr-defined]
+        self.app.save_session(self.session)
         await self.recompose()
         self._after_step(save=False)
 
@@ -219,32 +213,34 @@ class WalkScreen(Screen):
 
     # -- probes in the background -------------------------------------------------------------
     def _start_probes(self, *, again: bool = False) -> None:
-        question = self.session.question
-        runner = self.app.probe_runner  # type: ignore[attr-defined]
-        if question is None or runner is None:
+        """The probes the walk says are due, in a thread: a hung probe never freezes the screen."""
+        runner = self.app.probe_runner
+        if runner is None:
             return
-        wanted = [p for p in question.probes if (again or p not in self.asked)
-                  and p not in self.running]
-        if not wanted:
+        due = [p for p in self.session.take_due_probes(again=again) if p not in self.running]
+        if not due:
             return
-        self.asked.update(wanted)
-        self.running.extend(wanted)
+        self.running.extend(due)
         self._update_evidence()
-        self.run_worker(partial(_run_with_launch, runner, wanted, self.session.launch_command),
-                        thread=True, group="probes", name=",".join(wanted), exit_on_error=False)
+        self._run_probes(runner, due, self.session.probe_context())
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        worker = event.worker
-        if worker.group != "probes" or event.state not in (WorkerState.SUCCESS,
-                                                           WorkerState.ERROR):
+    @work(thread=True, group="probes", exit_on_error=False)
+    def _run_probes(self, runner: ProbeRunner, names: list[str], context: ProbeContext) -> None:
+        try:
+            results = runner(names, context)
+        except Exception as exc:  # the runner never raises; a stand-in might
+            self.post_message(self.ProbesAnswered(names, [], f"{type(exc).__name__}: {exc}"))
             return
-        names = worker.name.split(",")
-        self.running = [n for n in self.running if n not in names]
-        if event.state == WorkerState.SUCCESS and worker.result:
-            self.session.attach_probes(worker.result)
-            self.app.save_session(self.session)  # type: ignore[attr-defined]
-        elif event.state == WorkerState.ERROR:
-            self.notify(f"probes {worker.name} failed: {worker.error}", severity="warning")
+        self.post_message(self.ProbesAnswered(names, results))
+
+    def on_walk_screen_probes_answered(self, message: ProbesAnswered) -> None:
+        self.running = [n for n in self.running if n not in message.names]
+        if message.error:
+            self.notify(f"probes {','.join(message.names)} failed: {message.error}",
+                        severity="warning")
+        elif message.results:
+            self.session.attach_probes(message.results)
+            self.app.save_session(self.session)
         self._refresh_suggestions()
 
     # -- actions ------------------------------------------------------------------------------
@@ -252,9 +248,9 @@ class WalkScreen(Screen):
         s = self.session
         if action == "answer":
             q = s.question
-            return q is not None and int(parameters[0]) < len(q.answers)  # type: ignore[arg-type]
+            return q is not None and _index(parameters) < len(q.answers)
         if action == "copy":
-            return s.fix is not None and int(parameters[0]) < len(self.query(CodeBlock))  # type: ignore[arg-type]
+            return s.fix is not None and _index(parameters) < len(self.query(CodeBlock))
         if action == "did_not_help":
             return s.fix is not None and bool(s.steps)
         if action == "return":
@@ -264,10 +260,10 @@ class WalkScreen(Screen):
         if action == "restart":
             return bool(s.steps)  # at the first node (or a fix opened from triage) a no-op
         if action == "launch_command":
-            return s.question is not None and "memory" in s.question.probes
+            return s.wants_launch_command
         if action == "rerun_probes":
             return s.question is not None and bool(s.question.probes) \
-                and self.app.probe_runner is not None  # type: ignore[attr-defined]
+                and self.app.probes_enabled
         return True
 
     async def action_answer(self, index: int) -> None:
@@ -305,25 +301,24 @@ class WalkScreen(Screen):
         self._start_probes(again=True)
 
     def action_launch_command(self) -> None:
-        from trainmedic.tui.screens.launch import LaunchCommandScreen
+        from trainmedic.tui.dialogs.launch_command import LaunchCommandScreen
 
         def done(text: str | None) -> None:
             if text is None:
                 return
-            self.session.launch_command = text.strip()
-            self.app.save_session(self.session)  # type: ignore[attr-defined]
-            self.asked.discard("memory")
+            self.session.set_launch_command(text)
+            self.app.save_session(self.session)
             self._start_probes()
 
         self.app.push_screen(LaunchCommandScreen(self.session.launch_command), done)
 
     def action_report(self) -> None:
-        """The incident report of this walk (redacted by render_report), to read and save."""
+        """The incident report of this walk (as saved, so redacted), to read and save."""
         from trainmedic.export.report import render_report
         from trainmedic.tui.screens.report import ReportScreen
 
-        data = self.session.to_dict()
-        self.app.push_screen(ReportScreen(data, render_report(data, self.session.forest)))
+        record = self.session.record()
+        self.app.push_screen(ReportScreen(record.id, render_report(record, self.session.forest)))
 
     def _refresh_suggestions(self) -> None:
         """New probe results: redraw the evidence and the "suggested" mark, keeping the cursor."""
@@ -342,7 +337,13 @@ class WalkScreen(Screen):
         self._refresh_suggestions()
 
     def action_browse(self) -> None:
-        self.app.open_browse(self.session.current)  # type: ignore[attr-defined]
+        self.app.open_browse(self.session.current)
 
     def action_home(self) -> None:
-        self.app.go_home()  # type: ignore[attr-defined]
+        self.app.go_home()
+
+
+def _index(parameters: tuple[object, ...]) -> int:
+    """The index an `answer(n)`/`copy(n)` binding carries."""
+    first = parameters[0] if parameters else -1
+    return first if isinstance(first, int) else -1

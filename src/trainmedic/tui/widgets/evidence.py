@@ -2,29 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual.widgets import Static
 
+if TYPE_CHECKING:
+    from trainmedic.probes.base import ProbeResult
+    from trainmedic.triage.attachment import TriageAttachment
+
 # Words, not only colours: the panel must read the same with NO_COLOR set.
 STATUS_MARK = {"ok": ("ok  ", "green"), "warn": ("WARN", "yellow"),
                "fail": ("FAIL", "red"), "unavailable": ("n/a ", "dim")}
+SHOWN_EVIDENCE = 6
 
 
 class EvidencePanel(Static):
-    """Probe statuses, the suggestion with its evidence, and triage findings."""
+    """Probe statuses, the suggestion with its evidence, and the triage finding."""
 
-    def show(self, *, probes: list[dict[str, Any]], running: list[str],
-             suggestion: tuple[str, list[str]] | None, triage: dict | None,
+    def show(self, *, probes: list[ProbeResult], running: list[str],
+             suggestion: tuple[str, list[str]] | None, triage: TriageAttachment | None,
              history: list[str] | None = None) -> None:
         text = Text()
-        if triage:
+        finding = triage.finding if triage is not None else None
+        if finding is not None:
             text.append("Log triage\n", style="bold")
-            text.append(str(triage.get("summary", "")) + "\n")
-            evidence = triage.get("evidence")  # from a saved walk: may be hand-edited
-            for line in (evidence if isinstance(evidence, list) else [])[:6]:
-                text.append(f"  {line}\n", style="italic")
+            text.append(finding.summary + "\n")
+            for e in finding.evidence[:SHOWN_EVIDENCE]:
+                text.append(f"  {e.where}: {e.text}\n", style="italic")
             text.append("\n")
         if suggestion is not None:
             answer, lines = suggestion
@@ -36,10 +41,10 @@ class EvidencePanel(Static):
         if probes or running:
             text.append("Probes\n", style="bold")
             for p in probes:
-                mark, style = STATUS_MARK.get(str(p.get("status")), ("?   ", ""))
+                mark, style = STATUS_MARK.get(p.status, ("?   ", ""))
                 text.append(f"{mark} ", style=style)
-                text.append(f"{p.get('name')}: ", style="bold")
-                text.append(f"{p.get('summary', '')}\n")
+                text.append(f"{p.name}: ", style="bold")
+                text.append(f"{p.summary}\n")
             if running:
                 text.append(f"… running {', '.join(running)}\n", style="italic")
             text.append("\n")

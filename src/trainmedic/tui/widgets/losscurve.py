@@ -8,15 +8,18 @@ each spike's iteration range and the concrete way back (`LossAnalysis.recovery`)
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.widget import Widget
 
+if TYPE_CHECKING:
+    from trainmedic.triage.loss_series import LossAnalysis, Spike
+
 LABEL = "loss "
 
 
-def spike_columns(steps: list[int], spikes: list[Any], width: int) -> list[int]:
+def spike_columns(steps: list[int], spikes: list[Spike], width: int) -> list[int]:
     """Columns (0-based, in a sparkline of `width` buckets) where each spike starts."""
     if not steps:
         return []
@@ -36,7 +39,7 @@ def marker_line(columns: list[int], width: int) -> str:
     return "".join(line).rstrip()
 
 
-def render_loss(loss: Any, width: int) -> Text:
+def render_loss(loss: LossAnalysis, width: int) -> Text:
     """The whole block: heading, curve, marks, one line per spike (at most 3) with recovery."""
     from trainmedic.triage.sparkline import sparkline
 
@@ -81,12 +84,12 @@ class LossCurve(Widget):
     }
     """
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, **kwargs: Any) -> None:  # Any: Widget's own keyword arguments
         super().__init__(**kwargs)
-        self.loss: Any = None
+        self.loss: LossAnalysis | None = None
 
-    def show(self, loss: Any) -> None:
-        self.loss = loss if loss is not None and getattr(loss, "points", None) else None
+    def show(self, loss: LossAnalysis | None) -> None:
+        self.loss = loss if loss is not None and loss.points else None
         self.display = self.loss is not None
         self.refresh(layout=True)
 

@@ -1,0 +1,279 @@
+"""Saved walks: the record of a walk as it is saved, one JSON file each, listed newest first.
+
+`WalkRecord` is what `WalkSession.record()` writes and what resume, the home screen and the
+incident report read; it needs neither the trees nor the walk engine, so the home screen lists
+saved walks without loading either. The files live in `state.walks_dir()` and are written
+atomically (`state.write_json_atomic`), so a dropped SSH connection loses nothing. Reading never
+fails: a file that is not a walk, or one a newer trainmedic wrote, is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trainmedic.safefile import TEMP_SUFFIX, read_bounded
+from trainmedic.state import walks_dir, write_json_atomic
+
+if TYPE_CHECKING:
+    from trainmedic.probes.base import ProbeContext, ProbeResult
+    from trainmedic.triage.attachment import TriageAttachment
+
+VERSION = 1
+
+
+@dataclass
+class StepRecord:
+    """One answered question: what was asked, what was chosen, what the probes suggested."""
+
+    node: str  # "tree#node" of the question
+    question: str
+    answer: int  # 0-based
+    answer_text: str
+    goto: str  # "tree#node" it led to
+    suggested: int | None = None
+    evidence: list[str] = field(default_factory=list)
+    time: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node, "question": self.question, "answer": self.answer,
+            "answer_text": self.answer_text, "goto": self.goto, "suggested": self.suggested,
+            "evidence": list(self.evidence), "time": self.time,
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> StepRecord:
+        """ValueError (saying what) when the step lacks its node, answer or target."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a step is {type(data).__name__}, not a mapping")
+        node, answer, goto = data.get("node"), data.get("answer"), data.get("goto")
+        if not isinstance(node, str) or not isinstance(goto, str):
+            raise ValueError("a step without its node or target")
+        if not isinstance(answer, int) or isinstance(answer, bool):
+            raise ValueError(f"answer {answer!r} of {node} is not a number")
+        suggested = data.get("suggested")
+        evidence = data.get("evidence")
+        return cls(node=node, question=str(data.get("question") or ""), answer=answer,
+                   answer_text=str(data.get("answer_text") or ""), goto=goto,
+                   suggested=suggested if isinstance(suggested, int)
+                   and not isinstance(suggested, bool) else None,
+                   evidence=[str(e) for e in evidence] if isinstance(evidence, list) else [],
+                   time=str(data.get("time") or ""))
+
+
+@dataclass
+class WalkRecord:
+    """A walk as it is saved: what `WalkSession.record()` writes and what resume and the
+    incident report read.
+
+    `from_dict` never raises: it reads walks saved by every version so far and anything a
+    person edited; what it had to drop that resuming needs is listed in `problems` (not
+    saved), so a resume can refuse the walk while a report still renders it.
+    """
+
+    id: str
+    tree: str
+    current: str
+    started: str = ""
+    updated: str = ""
+    finished: bool = False
+    steps: list[StepRecord] = field(default_factory=list)
+    stack: list[str] = field(default_factory=list)
+    probes: list[ProbeResult] = field(default_factory=list)
+    triage: TriageAttachment | None = None
+    launch_command: str = ""
+    notes: str = ""
+    version: int = VERSION
+    problems: list[str] = field(default_factory=list, compare=False)
+
+    def probe_context(self) -> ProbeContext:
+        """What the probes may know from this walk (the launch command, for the memory probe)."""
+        from trainmedic.probes.base import ProbeContext
+
+        return ProbeContext(launch_command=self.launch_command)
+
+    def to_dict(self) -> dict[str, Any]:
+        from trainmedic.redact import redact_text
+
+        return {
+            "version": self.version, "id": self.id, "tree": self.tree, "started": self.started,
+            "updated": self.updated, "current": self.current, "finished": self.finished,
+            "steps": [s.to_dict() for s in self.steps], "stack": list(self.stack),
+            "probes": [p.to_dict() for p in self.probes],
+            "triage": self.triage.to_dict() if self.triage is not None else None,
+            # Saved walks live in the home folder, often shared: no token leaves in them.
+            "launch_command": redact_text(self.launch_command), "notes": self.notes,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WalkRecord:
+        from trainmedic.probes.base import ProbeResult
+        from trainmedic.triage.attachment import TriageAttachment
+
+        problems: list[str] = []
+        version = data.get("version", VERSION)
+        if version != VERSION:
+            problems.append(f"unsupported version {version!r}")
+        current = data.get("current")
+        if not isinstance(current, str):
+            problems.append("malformed (no current node)")
+            current = ""
+        steps: list[StepRecord] = []
+        raw_steps = data.get("steps")
+        if not isinstance(raw_steps, list):
+            problems.append(f"malformed (steps is {type(raw_steps).__name__}, not a list)")
+            raw_steps = []
+        for i, raw in enumerate(raw_steps, start=1):
+            try:
+                steps.append(StepRecord.from_dict(raw))
+            except ValueError as exc:
+                problems.append(f"malformed (step {i}: {exc})")
+        stack = data.get("stack") or []
+        if not isinstance(stack, list):
+            problems.append(f"malformed (stack is {type(stack).__name__}, not a list)")
+            stack = []
+        probes = data.get("probes")
+        # One hand-edited probe entry must not crash the screen that reads them: dropped.
+        results = [ProbeResult.from_dict(p) for p in probes if isinstance(p, Mapping)] \
+            if isinstance(probes, list) else []
+        walk_id = data.get("id")
+        tree = data.get("tree")
+        return cls(
+            id=walk_id if isinstance(walk_id, str) else "?",
+            tree=tree if isinstance(tree, str) and tree else current.partition("#")[0],
+            current=current, started=str(data.get("started") or ""),
+            updated=str(data.get("updated") or ""), finished=data.get("finished") is True,
+            steps=steps, stack=[str(s) for s in stack],
+            probes=[r for r in results if r is not None],
+            triage=TriageAttachment.from_dict(data.get("triage")),
+            launch_command=str(data.get("launch_command") or ""),
+            notes=str(data.get("notes") or ""),
+            version=version if isinstance(version, int) else VERSION, problems=problems,
+        )
+
+
+STALE_TEMP_S = 3600.0  # a temporary file this old was left by a killed writer
+MAX_WALK_BYTES = 16 << 20  # a walk is a few KB; a bigger file is not one of ours
+# A walk id names its file: no separators, no leading dot, nothing a shell or Windows dislikes.
+WALK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+def save_walk(record: WalkRecord) -> Path:
+    """Save a walk; its `id` names the file."""
+    if not WALK_ID_RE.match(record.id):
+        # An OSError, so front ends that already survive a full or read-only disk survive this.
+        raise OSError(errno.EINVAL, f"walk id {record.id!r} cannot name a file")
+    path = walks_dir() / f"{record.id}.json"
+    write_json_atomic(path, record.to_dict())
+    return path
+
+
+@dataclass
+class SavedWalk:
+    path: Path
+    record: WalkRecord
+
+    @property
+    def id(self) -> str:
+        return self.record.id
+
+
+@dataclass
+class Skipped:
+    path: Path
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: skipped: {self.reason}"
+
+
+def read_walk(path: Path) -> SavedWalk | Skipped:
+    try:
+        data = json.loads(read_bounded(path, MAX_WALK_BYTES).decode("utf-8"))
+    except OSError as exc:
+        return Skipped(path, exc.strerror or str(exc))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return Skipped(path, f"corrupt or truncated ({exc.__class__.__name__})")
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str) \
+            or not isinstance(data.get("steps"), list):
+        return Skipped(path, "not a saved walk")
+    if data.get("version", VERSION) != VERSION:
+        return Skipped(path, f"saved by another trainmedic version ({data.get('version')!r})")
+    return SavedWalk(path, WalkRecord.from_dict(data))
+
+
+def _sweep_stale_temps(folder: Path) -> None:
+    """Remove temporary files that killed writers left behind (never a live writer's)."""
+    cutoff = time.time() - STALE_TEMP_S
+    for path in folder.glob(f".*{TEMP_SUFFIX}"):
+        try:
+            if path.stat().st_mtime < cutoff:
+                path.unlink()
+        except OSError:
+            pass
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:  # removed since it was read
+        return 0.0
+
+
+def list_walks(limit: int | None = None) -> tuple[list[SavedWalk], list[Skipped]]:
+    """Saved walks, newest first, and the files that could not be read (never fatal).
+
+    With `limit`, only the newest files (by modification time) are read until that many walks
+    are found, so the home screen stays fast however many walks pile up.
+    """
+    folder = walks_dir()
+    try:
+        if not folder.is_dir():
+            return [], []
+    except OSError as exc:  # a state folder made by `sudo trainmedic`: Python 3.11 raises here
+        return [], [Skipped(folder, exc.strerror or str(exc))]
+    walks: list[SavedWalk] = []
+    skipped: list[Skipped] = []
+    try:
+        paths = sorted((p for p in folder.iterdir()
+                        if p.suffix == ".json" and not p.name.startswith(".")),
+                       key=lambda p: (-_mtime(p), p.name))
+    except OSError as exc:
+        return [], [Skipped(folder, exc.strerror or str(exc))]
+    _sweep_stale_temps(folder)
+    for path in paths:
+        if limit is not None and len(walks) >= limit:
+            break
+        result = read_walk(path)
+        if isinstance(result, SavedWalk):
+            walks.append(result)
+        else:
+            skipped.append(result)
+    walks.sort(key=lambda w: (w.record.updated, _mtime(w.path), w.id), reverse=True)
+    return walks, skipped
+
+
+def find_walk(name: str | None) -> tuple[SavedWalk | None, list[Skipped]]:
+    """The walk with this id (or id prefix, or file path), or the latest when `name` is None."""
+    if name and _is_file(Path(name)):
+        result = read_walk(Path(name))
+        return (result, []) if isinstance(result, SavedWalk) else (None, [result])
+    walks, skipped = list_walks()
+    if name is None:
+        return (walks[0] if walks else None), skipped
+    matches = [w for w in walks if w.id == name] or [w for w in walks if w.id.startswith(name)]
+    return (matches[0] if matches else None), skipped
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False

@@ -1,0 +1,1 @@
+"""Modal dialogs: help, the launch command, the runbook export."""
