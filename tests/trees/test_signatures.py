@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from trainmedic.probes.registry import declared_facts
 from trainmedic.trees.forest import builtin_tree_dir, load_forest
 from trainmedic.trees.lint import lint_forest
 from trainmedic.trees.siglint import recognises, regex_risk
@@ -65,7 +66,7 @@ def test_replacement_tree_without_signatures_inherits_them_and_is_checked(tmp_pa
     forest = load_forest([mine])
     inherited = {s.id for s in forest.signatures() if s.tree == "oom"}
     assert "cuda-oom" in inherited  # triage does not go blind on OOMs
-    problems = [p for p in lint_forest(forest, apis=False, hooks=lint_hooks())
+    problems = [p for p in lint_forest(forest, declared_facts(), apis=False, hooks=lint_hooks())
                 if p.file.endswith("mine/oom.yaml")]
     messages = [p.message for p in problems]
     assert any("built-in signature 'cuda-oom'" in m and "fragmentation" in m for m in messages)
@@ -187,5 +188,5 @@ def test_examples_are_recognised_by_the_rule_lint_uses():
     for sig in load_forest().signatures():
         for example in sig.examples:
             assert recognises(sig, example), (sig.id, example)
-        for counter in sig.not_examples:
+        for counter in sig.counterexamples:
             assert not recognises(sig, counter), (sig.id, counter)

@@ -375,7 +375,7 @@ class _Builder:
             id=sig_id, title=title, kind=kind, tree=self.tree_id, node=node_id,
             needles=tuple(n for n in needles if len(n) >= spec.MIN_NEEDLE),
             match=match, exclude=exclude, examples=tuple(examples),
-            not_examples=tuple(self.strings(data, "not-example", what)),
+            counterexamples=tuple(self.strings(data, "counterexample", what)),
             weight=self.number(data, "weight", what, 5.0),
             confidence=self.number(data, "confidence", what, 0.8, fraction=True),
             short=self.string(data, "short", what), hook=self.ident(data, "hook", what),

@@ -106,7 +106,7 @@ class LogSignature:
     match: str | None = None
     exclude: str | None = None
     examples: tuple[str, ...] = ()
-    not_examples: tuple[str, ...] = ()
+    counterexamples: tuple[str, ...] = ()
     weight: float = 5.0
     confidence: float = 0.8
     short: str | None = None

@@ -183,7 +183,7 @@ def _check_one(forest: Forest, sig: LogSignature, hooks: Hooks | None, *,
             if not recognises(sig, example):
                 error(sig.src.line, f"does not recognise its own example {_short(example)}: "
                       f"{_why_not(sig, example)}")
-        for example in sig.not_examples:
+        for example in sig.counterexamples:
             if recognises(sig, example):
                 error(sig.src.line, f"recognises its counter-example {_short(example)}")
     if hooks is not None:

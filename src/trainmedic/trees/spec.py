@@ -144,7 +144,7 @@ SIGNATURE_KEYS = (
     Key("exclude", "regex", False, "A regular expression that vetoes the line (known noise)."),
     Key("example", "strings", False, "A real line (or a list of them) the signature must "
         "recognise; lint checks it. Required with `needles`."),
-    Key("not-example", "strings", False, "A line (or a list) the signature must not recognise."),
+    Key("counterexample", "strings", False, "A line (or a list) the signature must not recognise."),
     Key("weight", "number", False, "Decisiveness among findings of the same kind, higher first "
         "(default 5)."),
     Key("confidence", "fraction", False, "How sure a match makes triage, 0 to 1 (default 0.8)."),

@@ -53,6 +53,9 @@ from trainmedic.triage.sources import (
 
 SNIFF_BYTES = 64 << 10
 _MEGATRON_LINE = re.compile(rb"\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?(?:loss|skipped)")
+# an iteration line the block reader already read (a prefilter without grep's exclusion
+# passes it on when a signature needle is on it too)
+_ITERATION_TEXT = re.compile(r"^.{0,40}iteration\s+\d+\s*/\s*\d+\s*\|")
 
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
@@ -169,6 +172,7 @@ class Scanner:
         self._started_in_source = False
         self._progress_in_source = False
         self._pending: deque[_Match] = deque()
+        self._block_read = False  # this source's iteration lines go to the block reader
 
     # ---- driving -------------------------------------------------------------------------
     def scan(self, source: Source) -> None:
@@ -202,7 +206,11 @@ class Scanner:
                 if close is not None:
                     close()
                 raise
-            self._scan_lines(source, idx, lines, recent)
+            self._block_read = True
+            try:
+                self._scan_lines(source, idx, lines, recent)
+            finally:
+                self._block_read = False
             return
         self._scan(source, start_candidates(source, self.needles, self._combined_b,
                                             use_grep=self.use_grep))
@@ -326,7 +334,8 @@ class Scanner:
         if found and not self._trend_needles.isdisjoint(found) and (
                 self.steptimes.first is None or self.steptimes.first[0] == source.name):
             self.steptimes.feed(text, source.name, lineno)
-        if loss and self.loss.feed(text, lineno):
+        if loss and not (self._block_read and _ITERATION_TEXT.search(text)) \
+                and self.loss.feed(text, lineno):
             self._progress_in_source = True
         elif not found and any(m in text for m in TRAINING_STARTED):
             self._started_in_source = True

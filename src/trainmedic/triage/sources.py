@@ -107,8 +107,11 @@ def unreadable_reason(source: Source) -> str | None:
     if source.path is None or source.data is not None:
         return None
     try:
-        with _open(source) as stream:
+        stream = _open(source)
+        try:
             head = stream.read(8192)
+        finally:
+            stream.close()
     except (UsageError, OSError, EOFError) as exc:
         return f"cannot read: {exc}"
     if not head:
