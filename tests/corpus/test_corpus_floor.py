@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import Score, judge, load_cases
 
 FLOOR_TREE, FLOOR_NODE = 0.95, 0.80
-HELD_TREE = 0.88  # today's tree-level, a ratchet until FLOOR_TREE holds
+HELD_TREE = 0.86  # today's tree-level (all 17 trees), a ratchet until FLOOR_TREE holds
 
 
 @pytest.fixture(scope="module")

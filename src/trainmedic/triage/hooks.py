@@ -275,6 +275,31 @@ def _keep_sigkill(_hit: HitView, view: Any) -> bool:
     return root is None or root.exitcode == -9 or not killed or root.rank in killed
 
 
+# ---- global-shape: a distributed checkpoint's "loaded" vs "expected" global shape -----------
+
+_SHAPES = re.compile(r"for loaded \(+(?:torch\.Size\(\[)?([\d, ]+)\]?\)+ and expected "
+                     r"\(+(?:torch\.Size\(\[)?([\d, ]+)")
+
+
+def _read_global_shape(text: str, _ctx: LineContext) -> LineResult:
+    """`sliced` when the shapes differ in one dimension by a whole factor (a tensor-parallel
+    slice of the same tensor), not in the model's dimensions."""
+    m = _SHAPES.search(text)
+    if m is None:
+        return LineResult()
+    loaded = [int(x) for x in m.group(1).replace(" ", "").split(",") if x]
+    expected = [int(x) for x in m.group(2).replace(" ", "").split(",") if x]
+    details = {"loaded": loaded, "expected": expected}
+    if len(loaded) != len(expected):
+        return LineResult(None, details)
+    diff = [(a, b) for a, b in zip(loaded, expected, strict=True) if a != b]
+    if len(diff) == 1:
+        small, big = sorted(diff[0])
+        if small and big % small == 0:
+            return LineResult("sliced", details)
+    return LineResult(None, details)
+
+
 def _read_nothing(_text: str, _ctx: LineContext) -> LineResult:
     return LineResult()
 
@@ -288,4 +313,5 @@ HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("overflow-burst", frozenset(), _read_nothing, None, _overflow_summary, _keep_overflow),
     Hook("child-failed", frozenset(), _read_nothing, None, _child_summary),
     Hook("sigkill", frozenset(), _read_nothing, None, None, _keep_sigkill),
+    Hook("global-shape", frozenset({"sliced"}), _read_global_shape),
 )}
