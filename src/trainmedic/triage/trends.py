@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
-NEEDLES = ("forward-compute:", "time this epoch", "time(s):", "Iteration duration:")
+# Megatron's timer summary line ("time (ms) | forward-compute: ..."), not the per-rank timer
+# lines that repeat on every step of a long log
+NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:")
 MAX_POINTS = 512
 MIN_POINTS = 4
 CREEP_RATIO = 1.15  # the last third's median step time over the first third's
@@ -75,7 +77,7 @@ class StepTimes:
 
 def _reading(text: str) -> tuple[float | None, str | None]:
     """(seconds or milliseconds, the form) of one progress line."""
-    if "forward-compute:" in text:
+    if "time (ms) |" in text:
         parts = _TIMERS.findall(text)
         return (sum(float(p) for p in parts), "megatron-timers") if parts else (None, None)
     for kind, rx in _READERS:
