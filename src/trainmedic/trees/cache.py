@@ -21,7 +21,6 @@ import tempfile
 from pathlib import Path
 
 from trainmedic.state import tree_cache_dir
-from trainmedic.trees.loader import load_tree_file
 from trainmedic.trees.model import Tree
 from trainmedic.trees.problems import Problem
 
@@ -32,6 +31,14 @@ _CODE = ("model.py", "loader.py", "spec.py", "yamlsafe.py", "problems.py", "cach
 def _code_stamp() -> tuple[int, ...]:
     here = Path(__file__).parent
     return tuple(os.stat(here / name).st_mtime_ns for name in _CODE)
+
+
+def load_tree_file(path: Path, shown: str) -> tuple[Tree | None, list[Problem]]:
+    """The loader, imported only when an entry must be made: a start that finds every tree in
+    the cache (triage's, the app's) does not pay for YAML."""
+    from trainmedic.trees.loader import load_tree_file as load
+
+    return load(path, shown)
 
 
 def load_cached(path: Path, shown: str) -> tuple[Tree | None, list[Problem]]:

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 NEEDLES = ("Root Cause (first observed failure)", "Failures:", "host      : ", "rank      : ",
-           "exitcode  : ", "exits with return code", "=====")
+           "exitcode  : ", "exits with return code")
 
 _HOST = re.compile(r"\bhost\s{2,}:\s*(\S+)")
 _RANK = re.compile(r"\brank\s{2,}:\s*(\d+)(?:\s*\(local_rank:\s*(\d+)\))?")
@@ -81,9 +81,6 @@ class LauncherTracker:
                                             exitcode=int(m.group(2)))
             return
         if self._section is None:
-            return
-        if "=====" in text:
-            self._section = self._open = None  # the summary ended
             return
         m_host, m_rank, m_exit = _HOST.search(text), _RANK.search(text), _EXIT.search(text)
         if not (m_host or m_rank or m_exit):

@@ -16,6 +16,7 @@ Which signatures exist, where they lead and what their hooks do come from the tr
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections import deque
 from collections.abc import Iterator
@@ -140,12 +141,10 @@ class Scanner:
         # above a match, errors no signature knows, the launcher's summary, progress lines.
         watch = {*sig_needles, *self._near, *unmatched.NEEDLES, *launcher.NEEDLES,
                  *trends.NEEDLES}
-        self.needles = sorted(watch | set(SERIES_NEEDLES), key=lambda n: (-len(n), n))
-        self._combined_b = trie_pattern(self.needles)
+        self.needles = _minimal(watch | set(SERIES_NEEDLES))
         # Megatron-style logs: the loss package reads the iteration lines in blocks, so the
         # prefilter looks for everything but the progress lines
-        self.side_needles = sorted(watch | set(SIDE_NEEDLES), key=lambda n: (-len(n), n))
-        self._side_b = trie_pattern(self.side_needles)
+        self.side_needles = _minimal(watch | set(SIDE_NEEDLES))
         # Progress lines are recognised by the loss tracker's own checks; leaving out their very
         # common first letters (" ", "l", "o") keeps this per-line scan fast. A lookahead finds
         # needles that overlap ("exits with return code = -9" holds two); the trie takes the
@@ -173,6 +172,16 @@ class Scanner:
         self._progress_in_source = False
         self._pending: deque[_Match] = deque()
         self._block_read = False  # this source's iteration lines go to the block reader
+
+    # The Python prefilters' patterns are built when first needed: with grep on a large file
+    # (the common case for a big log) they are not needed at all.
+    @functools.cached_property
+    def _combined_b(self) -> re.Pattern[bytes]:
+        return trie_pattern(self.needles)
+
+    @functools.cached_property
+    def _side_b(self) -> re.Pattern[bytes]:
+        return trie_pattern(self.side_needles)
 
     # ---- driving -------------------------------------------------------------------------
     def scan(self, source: Source) -> None:
@@ -430,6 +439,17 @@ class Scanner:
         elif (m.rank is not None and all(e[3] != m.rank for e in hit.evidence)
               and len(hit.ranks) <= 2):
             hit.evidence[-1] = line  # keep one line of a second rank: who else saw it
+
+
+def _minimal(needles: set[str]) -> list[str]:
+    """The needles a prefilter needs: one that holds another is redundant (a line with it has
+    the shorter one too), and fewer alternatives keep grep fast. Longest first, so an
+    alternation prefers the specific one."""
+    keep: list[str] = []
+    for needle in sorted(needles, key=len):
+        if not any(k in needle for k in keep):
+            keep.append(needle)
+    return sorted(keep, key=lambda n: (-len(n), n))
 
 
 def _open_plain(source: Source):

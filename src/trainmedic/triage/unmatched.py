@@ -13,12 +13,13 @@ import re
 from dataclasses import dataclass
 
 # Substrings that make a line a candidate for classification (part of the prefilter).
+# (Each is long enough not to slow the prefilter down; a logger's bare "ERROR" level is read
+# when the line holds another of these.)
 NEEDLES = ("Error", "Exception", "Failed:", "Traceback (most recent call last)", "Killed",
-           "NCCL WARN",
-           "CUDA error", "cuda runtime error", "CUDA_ERROR_", "exitcode", "exit code",
-           "exit status", "return code", "Segmentation fault", "segmentation fault",
-           "core dumped", "Aborted", "terminate called", "FATAL", "Fatal", "ERROR", "File \"",
-           ".errors.", ".exceptions.", ".exc.")
+           "NCCL WARN", "CUDA error", "cuda runtime error", "CUDA_ERROR_", "exitcode",
+           "exit code", "exit status", "return code", "Segmentation fault",
+           "segmentation fault", "core dumped", "Aborted", "terminate called",
+           "Fatal Python error", "\", line ", ".errors.", ".exceptions.")
 
 _EXCEPTION = re.compile(
     r"(?<![\w.])((?:[a-z_][a-z0-9_]*\.)*[A-Z][A-Za-z0-9_]*(?:Error|Exception|Interrupt|Failure|"
@@ -92,7 +93,7 @@ class ErrorTracker:
     def feed(self, text: str, file: str, lineno: int, *, covered: bool, rank: int | None,
              host: str | None) -> None:
         found = classify(text)
-        if 'File "' in text:
+        if '", line ' in text:
             frames = _FRAME.findall(text)  # one-line pastes hold the frames and the error
             if frames:
                 path, line, func = frames[-1]
