@@ -63,21 +63,19 @@ _CHECK = {
     "properties": {"name": _STR, "status": {"enum": ["pass", "warn", "fail", "skip"]},
                    "message": _STR},
 }
-_MEMORY = {
-    "type": "object",
-    "required": ["weight_and_optimizer_mib", "activation_mib", "total_mib", "capacity_mib",
-                 "verdict"],
-    "properties": {
-        "weight_and_optimizer_mib": _NUM, "activation_mib": _NUM, "total_mib": _NUM,
-        "capacity_mib": {"type": ["number", "null"]}, "capacity_source": _NULL_STR,
-        "verdict": _STR,
-        "stages": {"type": "array", "items": {"type": "object"}},
-        "suggestions": {"type": "array", "items": {"type": "object"}},
-        "checks": {"type": "array", "items": _CHECK},
-        "notes": {"type": "array", "items": _STR},
-        "inputs": {"type": "object"},
-    },
+_MEMORY_REQUIRED = ("weight_and_optimizer_mib", "activation_mib", "total_mib", "capacity_mib",
+                    "verdict")
+_MEMORY_PROPERTIES: dict[str, Any] = {
+    "weight_and_optimizer_mib": _NUM, "activation_mib": _NUM, "total_mib": _NUM,
+    "capacity_mib": {"type": ["number", "null"]}, "capacity_source": _NULL_STR,
+    "verdict": _STR,
+    "stages": {"type": "array", "items": {"type": "object"}},
+    "suggestions": {"type": "array", "items": {"type": "object"}},
+    "checks": {"type": "array", "items": _CHECK},
+    "notes": {"type": "array", "items": _STR},
+    "inputs": {"type": "object"},
 }
+_MEMORY = {"type": "object", "required": list(_MEMORY_REQUIRED), "properties": _MEMORY_PROPERTIES}
 
 
 def _schema(kind: str, title: str, required: list[str],
@@ -109,8 +107,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
         "errors": {"type": "integer", "description": "error lines seen, known or not"},
         "next": {"type": ["string", "null"], "description": "the walk command to continue"},
     }),
-    "memory": {**_schema("memory", "trainmedic memory --json", _MEMORY["required"],
-                         _MEMORY["properties"])},
+    "memory": _schema("memory", "trainmedic memory --json", list(_MEMORY_REQUIRED),
+                      _MEMORY_PROPERTIES),
     "probe": _schema("probe", "trainmedic probe --json", ["host", "time", "probes"], {
         "host": _STR, "time": _STR,
         "probes": {"type": "array", "items": {

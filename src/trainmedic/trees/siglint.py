@@ -13,18 +13,18 @@ never imports the engine), as it gets the probes' facts.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from trainmedic.trees.forest import Forest
 from trainmedic.trees.model import LogSignature, Route
 from trainmedic.trees.problems import Problem
 
-try:  # Python 3.11+ keeps the parser here; 3.10's sre_parse is the same module
-    from re import _parser as _sre  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    import sre_parse as _sre  # type: ignore[no-redef]
+# the regex parser (Python 3.11+): a pattern as a tree of operations
+_sre: Any = importlib.import_module("re._parser")
 
 _REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT}
 _UNBOUNDED = _sre.MAXREPEAT

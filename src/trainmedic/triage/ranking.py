@@ -323,7 +323,9 @@ def _guess(scanner: Scanner, findings: list[Finding]) -> Finding | None:
     rank = chosen.rank if chosen.rank is not None else (root.rank if root else None)
     host = chosen.host or (root.host if root and root.rank == rank else None)
     who = " on ".join(x for x in (f"rank {rank}" if rank is not None else "", host or "") if x)
-    tree, node, score = "triage", "died", 0.0
+    tree: str = "triage"
+    node: str | None = "died"
+    score = 0.0
     if chosen.kind in ("exception", "nccl", "cuda", "crash", "logged"):
         # an exit code or a kill has no words to go by; a message does
         guessed, score = scanner.signatures.guess_tree(f"{chosen.text} {chosen.frame or ''}")
