@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURE_TREES = ROOT / "tests" / "fixtures" / "drills"
-CORPUS = ROOT / "tests" / "corpus" / "cases"
+from drill_helpers import CORPUS
 
 
 @pytest.fixture(autouse=True)

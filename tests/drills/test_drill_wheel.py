@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import CORPUS, ROOT
+from drill_helpers import CORPUS, ROOT
 
 PROBE = """
 import trainmedic

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from drill_helpers import ROOT
 
 from trainmedic.drills.run import DrillRun, node_known, playable
 from trainmedic.trees import Fix

@@ -9,7 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, FIXTURE_TREES
+from drill_helpers import CORPUS, FIXTURE_TREES
 
 from trainmedic.drills.cases import DrillCase, choose, drills_dir, load_cases, parse_case
 from trainmedic.drills.debrief import debrief, triage_outcome
