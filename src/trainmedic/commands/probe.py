@@ -16,7 +16,8 @@ from datetime import UTC, datetime
 from trainmedic.errors import UsageError
 from trainmedic.probes.base import ProbeResult
 
-STATUS_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "unavailable": "dim"}
+STATUS_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "unavailable": "dim",
+                "unknown": "magenta"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
