@@ -33,9 +33,11 @@ def render(forest, tree_id: str, fmt: str) -> str:
         from trainmedic.export.mermaid import tree_diagram
 
         return tree_diagram(forest, tree)
+    from trainmedic.commands.outputs import stamped
     from trainmedic.export.jsonout import tree_json
 
-    return json.dumps(tree_json(forest, tree), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(stamped("export", tree_json(forest, tree)), indent=2,
+                      ensure_ascii=False) + "\n"
 
 
 def export_all(forest, folder: Path, fmt: str) -> list[Path]:

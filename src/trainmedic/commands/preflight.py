@@ -62,13 +62,15 @@ def run(args: argparse.Namespace) -> int:
     checks.extend(environment_checks(cfg, *env_facts(cmd.exported if cmd else {})))
     failed = any(c.status == "fail" for c in checks)
     if args.json:
-        print(json.dumps({
+        from trainmedic.commands.outputs import stamped
+
+        print(json.dumps(stamped("preflight", {
             "ok": not failed,
             "checks": [c.to_dict() for c in checks],
             "memory": report.to_dict(),
             "training_command": {"line": cmd.line, "launcher": redact_argv(cmd.launcher),
                                  "script": cmd.script} if cmd else None,
-        }, indent=2))
+        }), indent=2))
     else:
         from trainmedic.commands.memory_output import print_checks
 

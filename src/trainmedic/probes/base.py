@@ -100,6 +100,12 @@ def unavailable(name: str, reason: str, raw: str = "") -> ProbeResult:
     return ProbeResult(name=name, status="unavailable", summary=reason, raw=raw)
 
 
+def quoted(text: str, limit: int = 100) -> str:
+    """`text` cut to `limit` characters and quoted with every non-ASCII or control character
+    escaped (`'\\ufffdgarbage ,,,'`): a garbled tool line is shown for what it is."""
+    return ascii(text[:limit] + ("..." if len(text) > limit else ""))
+
+
 def unknown(name: str, reason: str, raw: str = "", source: str = "") -> ProbeResult:
     """A probe that ran but cannot tell: no facts, so no rule fires on a guess."""
     return ProbeResult(name=name, status="unknown", summary=reason, raw=raw, source=source)

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from trainmedic.probes import nvsmi
-from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult, Status
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult, Status, quoted
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "gpu"
@@ -380,7 +380,7 @@ def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     if not rows and not wedged:
         if res.returncode != 0:
             return ProbeResult(NAME, "fail", f"nvidia-smi failed (exit {res.returncode}): "
-                               f"{nvsmi.quoted(res.first_error_line(), 160)}",
+                               f"{quoted(res.first_error_line(), 160)}",
                                raw="\n".join(raw_parts))
         return nvsmi.unreadable(NAME, "nvidia-smi output", res.combined(), "\n".join(raw_parts))
     gpus = parse_gpus(rows)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import re
 
-from trainmedic.probes.base import ProbeResult
+from trainmedic.probes.base import ProbeResult, quoted
 from trainmedic.probes.subproc import CmdResult
 
 NVIDIA_SMI = "nvidia-smi"
@@ -120,12 +120,6 @@ def unreadable(name: str, what: str, text: str, raw: str = "",
     shown = quoted(line) if line else "no output"
     return ProbeResult(name, "unknown", f"could not read {what}: {shown}", dict(facts or {}),
                        raw=raw or text)
-
-
-def quoted(text: str, limit: int = 100) -> str:
-    """`text` cut to `limit` characters and quoted with every non-ASCII or control character
-    escaped (`'\\ufffdgarbage ,,,'`): a garbled tool line is shown for what it is."""
-    return ascii(text[:limit] + ("..." if len(text) > limit else ""))
 
 
 def first_line(text: str) -> str:
