@@ -98,7 +98,7 @@ def _print_table(results: list[ProbeResult], verbose: bool, include_raw: bool,
     for r in results:
         style = STATUS_STYLE.get(r.status, "")
         table.add_row(r.name, f"[{style}]{r.status}[/]", escape(r.summary))
-        if r.source:
+        if r.source and r.source not in r.summary:
             table.add_row("", "", f"[dim]read from {escape(r.source)}[/]")
         if verbose:
             for fact, value in r.facts.items():

@@ -49,7 +49,7 @@ def results_table(rows: list[ProbeResult | tuple[str, float]]) -> Table:
             continue
         mark, style = STATUS_MARK.get(row.status, ("?   ", ""))
         summary = Text(row.summary)
-        if row.source:
+        if row.source and row.source not in row.summary:
             summary.append(f"\nread from {row.source}", style="dim")
         grid.add_row(Text(mark, style=style), row.name, summary, f"{row.duration_s:.1f}s")
     return grid
