@@ -57,7 +57,7 @@ def fake_bin(tmp_path: Path) -> str:
 def test_json_follows_the_contract(tmp_path):
     proc = trainmedic("probe", "gpu", "env", "--json", env={"PATH": fake_bin(tmp_path)})
     data = json.loads(proc.stdout)
-    assert set(data) == {"host", "time", "probes"}
+    assert set(data) == {"schema_version", "trainmedic_version", "host", "time", "probes"}
     assert data["time"].endswith("Z") and "T" in data["time"]
     assert [p["name"] for p in data["probes"]] == ["gpu", "env"]
     gpu = data["probes"][0]

@@ -135,11 +135,28 @@ def _deepspeed(step: LaunchStep, launch: Launch) -> tuple[int | None, str]:
     nodes = count(option(step.options, "--num_nodes", "--num-nodes"))
     if nodes:
         launch.nnodes, launch.nnodes_source = nodes, "deepspeed --num_nodes"
+    include = option(step.options, "--include", "-i")
+    if gpus is None and include and UNKNOWN not in include:
+        slots = _include_slots(include)
+        if slots is not None:
+            launch.nnodes, launch.nnodes_source = len(slots), "deepspeed --include"
+            return sum(slots), f"deepspeed --include {include}"
     if gpus is None:
-        hosts = option(step.options, "--hostfile", "-H", "--include")
+        hosts = option(step.options, "--hostfile", "-H")
         return None, ("deepspeed without --num_gpus: every GPU of " +
                       ("the hosts in its hostfile" if hosts else "each host"))
     return gpus * (nodes or 1), f"deepspeed --num_nodes {nodes or 1} x --num_gpus {gpus}"
+
+
+def _include_slots(spec: str) -> list[int] | None:
+    """GPUs per host of `--include host1:0,1@host2:2`; None when a host lists no slots."""
+    counts: list[int] = []
+    for host in spec.split("@"):
+        _name, colon, slots = host.partition(":")
+        if not colon or not slots:
+            return None
+        counts.append(len([s for s in slots.split(",") if s.strip()]))
+    return counts
 
 
 def _accelerate(step: LaunchStep, launch: Launch) -> tuple[int | None, str]:

@@ -116,11 +116,15 @@ def _launched(prefix: list[str]) -> bool:
     return any(step.name != "python" for step in steps_of(prefix))
 
 
-def find_training_command(commands: list[Command]) -> TrainingCommand | None:
+def find_training_command(commands: list[Command], *,
+                          launcher_only: bool = False) -> TrainingCommand | None:
     """The last command running a .py with Megatron model flags, else the last one started by
-    a launcher or running a file named *train*."""
+    a launcher or running a file named *train*; with `launcher_only` (preflight), else the last
+    `python X.py`, else the last launcher line that runs no program at all (`script` empty: a
+    check says so)."""
     strong: list[tuple[int, int]] = []
     weak: list[tuple[int, int]] = []
+    plain: list[tuple[int, int]] = []
     for index, cmd in enumerate(commands):
         if os.path.basename(cmd.argv[0]) in _NOT_LAUNCHERS:
             continue
@@ -132,10 +136,12 @@ def find_training_command(commands: list[Command]) -> TrainingCommand | None:
         if _has_model_flags(cmd.argv[k + 1 :]):
             strong.append((index, k))
         elif "train" in os.path.basename(cmd.argv[k]) or _launched(cmd.argv[:k]):
-            weak.append((index, k))
-    found = strong or weak
+            weak.append((index, k))  # named *train*, or started by a launcher
+        elif steps_of(cmd.argv[:k]):
+            plain.append((index, k))  # `python anything.py`: for preflight only
+    found = strong or weak or (plain if launcher_only else [])
     if not found:
-        return None
+        return _programless(commands) if launcher_only else None
     index, k = found[-1]
     cmd = commands[index]
     args = cmd.argv[k + 1 :]
@@ -149,12 +155,13 @@ def find_training_command(commands: list[Command]) -> TrainingCommand | None:
     return TrainingCommand(cmd.line, launcher, cmd.argv[k], args, before=commands[:index])
 
 
-def launcher_world_size(launcher: list[str],
-                        sbatch: dict[str, str] | None = None) -> tuple[int | None, str]:
-    """World size from the launchers' options (see `launcher.describe_launch`), with its
-    source; (None, why or "") when the launcher does not say."""
-    launch = describe_launch(launcher, sbatch)
-    return launch.world_size, launch.world_source
+def _programless(commands: list[Command]) -> TrainingCommand | None:
+    spawners = {"torchrun", "deepspeed", "accelerate", "python"}
+    for index in range(len(commands) - 1, -1, -1):
+        cmd = commands[index]
+        if any(step.name in spawners for step in steps_of(cmd.argv)):
+            return TrainingCommand(cmd.line, cmd.argv, "", [], before=commands[:index])
+    return None
 
 
 def training_command(
@@ -163,15 +170,17 @@ def training_command(
     path: str = "<script>",
     env: dict[str, str] | None = None,
     argv: list[str] | None = None,
+    launcher_only: bool = False,
 ) -> TrainingCommand:
     """Interpret a launch script (with positional `argv`) and return its training command;
-    UsageError naming `path` when the script cannot be read or runs no training."""
+    UsageError naming `path` when the script cannot be read or runs no training
+    (`launcher_only`: a launcher line without a program is returned, for a check to name)."""
     sbatch = sbatch_options(text)
     try:
         shell = interpret(text, {**slurm_environment(sbatch), **(env or {})}, argv)
     except ScriptSyntaxError as exc:
         raise UsageError(f"{path}: {exc}") from None
-    cmd = find_training_command(shell.commands)
+    cmd = find_training_command(shell.commands, launcher_only=launcher_only)
     if cmd is None:
         raise UsageError(
             f"{path}: no training command found (expected a line running a .py through "
