@@ -16,6 +16,7 @@ import socket
 import sys
 from datetime import UTC, datetime
 
+from trainmedic.commands import add_job_arguments
 from trainmedic.errors import UsageError
 from trainmedic.probes.base import ProbeContext, ProbeResult
 
@@ -35,12 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="per-probe time limit in seconds (default: each probe's own)",
     )
     parser.add_argument("--list", action="store_true", help="list the probes and their facts")
-    parser.add_argument("--python", metavar="PATH",
-                        help="the job's Python interpreter, for the versions probe (default: "
-                             "TRAINMEDIC_PYTHON, the launch script's, the activated env's)")
-    parser.add_argument("--pid", metavar="PID|NAME",
-                        help="a running rank (its PID, or a word of its command line) whose "
-                             "environment the env probe reads instead of this shell's")
+    add_job_arguments(parser)
     parser.add_argument("--script", metavar="FILE",
                         help="the job's launch script: its Python, its exports and its memory "
                              "estimate (default: TRAINMEDIC_LAUNCH_SCRIPT)")
@@ -116,7 +112,7 @@ def _print_table(results: list[ProbeResult], verbose: bool, include_raw: bool,
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.nodes or args.job:
+    if args.nodes is not None or args.job:  # `--nodes ''` is a usage error, not "local"
         from trainmedic.commands.probe_nodes import run_nodes
 
         if args.timeout is not None:  # it would be silently ignored on the nodes

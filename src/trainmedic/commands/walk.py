@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from trainmedic.commands import NO_TERMINAL_NOTE, interactive_terminal
+from trainmedic.commands import NO_TERMINAL_NOTE, add_job_arguments, interactive_terminal
 from trainmedic.errors import UsageError
 
 if TYPE_CHECKING:
@@ -28,12 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="continue the last saved walk, or the one named")
     parser.add_argument("--no-probes", action="store_true",
                         help="do not run probes to suggest answers")
-    parser.add_argument("--python", metavar="PATH",
-                        help="the job's Python interpreter, for the versions probe (sets "
-                             "TRAINMEDIC_PYTHON for this walk)")
-    parser.add_argument("--pid", metavar="PID|NAME",
-                        help="a running rank (its PID, or a word of its command line) whose "
-                             "environment the env probe reads (sets TRAINMEDIC_JOB_PID)")
+    add_job_arguments(parser)
     parser.add_argument("--json", action="store_true",
                         help="with --answers: print the walk as JSON")
 

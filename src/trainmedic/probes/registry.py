@@ -215,6 +215,48 @@ PROBES["memory"] = ProbeSpec(
     "memory_estimate",
     uses_launch_command=True,
 )
+PROBES["checkpoint-dir"] = ProbeSpec(
+    "checkpoint-dir",
+    "space, inodes and tracker file of the save directory (TRAINMEDIC_SAVE_DIR or --save)",
+    6.0,
+    {
+        "path": "str",
+        "source": "str",
+        "exists": "bool",
+        "used_fraction": "float",
+        "free_gib": "float",
+        "inodes_used_fraction": "float",
+        "inodes_free": "int",
+        "worst_used_fraction": "float",
+        "fs_type": "str",
+        "network_fs": "bool",
+        "tracker_iteration": "int",
+        "newest_iteration": "int",
+        "partial_saves": "int",
+    },
+    "checkpoint_dir",
+)
+PROBES["slurm-job"] = ProbeSpec(
+    "slurm-job",
+    "this Slurm job's time limit, run time, restarts and its --signal before the limit",
+    6.0,
+    {
+        "job_id": "str",
+        "state": "str",
+        "unlimited": "bool",
+        "time_limit_s": "int",
+        "run_time_s": "int",
+        "time_left_s": "int",
+        "requeue": "bool",
+        "restarts": "int",
+        "batch": "bool",
+        "signal_in_script": "bool",
+        "script_signal": "str",
+        "signal_lead_s": "int",
+        "signal_batch_only": "bool",
+    },
+    "slurm_job",
+)
 PROBES["cluster"] = ProbeSpec(
     "cluster",
     "the last `trainmedic probe --nodes` sweep: which nodes differ or fail",
