@@ -51,6 +51,7 @@ def test_a_plain_drill_walks_the_expert_path_then_reveals_and_saves(scored):
 
     progress = drill("--progress", "--json")
     data = json.loads(progress.stdout)
+    assert data["schema_version"] == 1 and data["trainmedic_version"]
     row = next(r for r in data["areas"] if r["area"] == case.area)
     assert (row["done"], row["node"], row["score"], row["cases_done"]) == (1, 1, 1.0, 1)
     table = drill("--progress").stdout

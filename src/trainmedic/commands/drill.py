@@ -16,6 +16,7 @@ from trainmedic.errors import UsageError
 from trainmedic.textsafe import inert_line
 
 if TYPE_CHECKING:
+    from trainmedic.drills.cases import DrillCase
     from trainmedic.drills.progress import DrillProgress
 
 
@@ -67,36 +68,37 @@ def run(args: argparse.Namespace) -> int:
     return run_drill_app(forest, case, area=args.tree)
 
 
-def _print_progress(progress: DrillProgress, cases: list, *, as_json: bool) -> int:
-    from trainmedic.drills.cases import areas
+def _print_progress(progress: DrillProgress, cases: list[DrillCase], *, as_json: bool) -> int:
+    """By area: cases drilled of those available, drills finished, how they ended, the score."""
+    from trainmedic.drills.progress import ALL
 
-    available: dict[str, int] = {}
+    available: dict[str, int] = {ALL: len(cases)}
     for case in cases:
         available[case.area] = available.get(case.area, 0) + 1
-    seen: dict[str, set[str]] = {}
+    seen: dict[str, set[str]] = {ALL: progress.done()}
     for result in progress.results:
         seen.setdefault(result.area, set()).add(result.case)
-    rows = progress.by_area()
+    rows = [(row, available.get(row.area, 0), len(seen.get(row.area, ())))
+            for row in progress.by_area()]
     if as_json:
-        data = {"generated_by": "trainmedic drill --progress",
-                "areas": [{**row.to_dict(), "cases": available.get(row.area, len(cases))
-                           if row.area != "all" else len(cases),
-                           "cases_done": len(seen.get(row.area, set())) if row.area != "all"
-                           else len(progress.done())} for row in rows],
-                "available": {area: available[area] for area in areas(cases)}}
-        print(json.dumps(data, indent=2))
+        from trainmedic.commands.outputs import stamped
+
+        print(json.dumps(stamped("drill", {
+            "generated_by": "trainmedic drill --progress",
+            "areas": [{**row.to_dict(), "cases": total, "cases_done": done}
+                      for row, total, done in rows],
+            "available": {area: n for area, n in sorted(available.items()) if area != ALL},
+        }), indent=2))
         return 0
     if not progress.results:
-        print(f"No drills done yet; {len(cases)} waiting in {len(available)} areas. "
+        print(f"No drills done yet; {len(cases)} waiting in {len(available) - 1} areas. "
               "Start one: trainmedic drill (or --tree oom).")
         return 0
-    print(f"{'area':<15} {'drills':>6} {'done':>5} {'node':>5} {'tree':>5} {'else':>5} "
+    print(f"{'area':<15} {'drills':>7} {'done':>5} {'node':>5} {'tree':>5} {'else':>5} "
           f"{'score':>6}  moves/expert")
-    for row in rows:
-        total = len(cases) if row.area == "all" else available.get(row.area, 0)
-        done = len(progress.done()) if row.area == "all" else len(seen.get(row.area, set()))
+    for row, total, done in rows:
         moves = f"{row.moves}/{row.expert_moves}" if row.expert_moves or row.moves else "-"
-        print(inert_line(f"{row.area:<15} {f'{done}/{total}':>6} {row.done:>5} {row.node:>5} "
+        print(inert_line(f"{row.area:<15} {f'{done}/{total}':>7} {row.done:>5} {row.node:>5} "
                          f"{row.tree:>5} {row.elsewhere:>5} {row.score:>6.2f}  {moves}"))
     print("drills: cases drilled/available · done: drills finished · node/tree/else: how they "
           "ended · score: 1 = the expected node (or the tree, when the thread pins no node)")
