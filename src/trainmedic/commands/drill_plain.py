@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from trainmedic.trees import Forest
 
 QUESTION_KEYS = "b back, j TREE[#NODE] jump, t triage, ok nothing wrong, d done here, l log, q quit"
-FIX_KEYS = "enter: this is my answer, b back, j TREE[#NODE] jump, t triage, l log, q quit"
+FIX_KEYS = ("enter: this is my answer, b back, j TREE[#NODE] jump, t triage, ok nothing wrong, "
+            "l log, q quit")
 
 
 def show_log(console: Console, case: DrillCase) -> None:
@@ -114,9 +115,6 @@ def run_plain_drill(forest: Forest, case: DrillCase, stdin: IO[str], stdout: IO[
                     continue
                 break
             if word in ("ok", "d", "done") or (word == "" and isinstance(node, Fix)):
-                if word == "ok" and isinstance(node, Fix):
-                    console.print("ok is for a healthy log; at a fix, enter takes it")
-                    continue
                 return _finish(console, drill, save, nothing_wrong=word == "ok")
             if not isinstance(node, Fix) and word.isdigit() \
                     and 1 <= int(word) <= len(node.answers):

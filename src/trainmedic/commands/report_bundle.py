@@ -62,6 +62,7 @@ def run_bundle(args: argparse.Namespace) -> int:
     from trainmedic.probes.runner import run_probes
 
     target = Path(args.bundle)
+    _check(target, force=args.force)  # refuse now, not after a minute of gathering
     walk, no_walk = _walk(args.session)
     repo = None
     if args.repo:
@@ -124,6 +125,15 @@ def _add_triage(bundle: Bundle, triage: dict[str, Any] | None, walk: WalkRecord 
                                         **walk.triage.to_dict()})
     else:
         bundle.skip("triage.json", "no triage attached to the walk and no --log given")
+
+
+def _check(target: Path, *, force: bool) -> None:
+    from trainmedic.safefile import check_target
+
+    try:
+        check_target(target, force=force)
+    except OSError as exc:
+        raise UsageError(f"{target}: cannot write: {exc.strerror or exc}") from None
 
 
 def _write(bundle: Bundle, target: Path, *, force: bool) -> None:
