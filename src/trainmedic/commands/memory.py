@@ -1,4 +1,8 @@
-"""`trainmedic memory`: theoretical per-GPU memory of a Megatron-style configuration."""
+"""`trainmedic memory`: theoretical per-GPU memory of a Megatron-style configuration.
+
+Exit 0 when it fits (or is tight), 1 when it does not fit (as `preflight` fails its memory
+item), 2 on bad input.
+"""
 
 from __future__ import annotations
 
@@ -35,4 +39,4 @@ def run(args: argparse.Namespace) -> int:
         from trainmedic.commands.memory_output import print_memory
 
         print_memory(report)
-    return 0
+    return 1 if report.verdict == "does not fit" else 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 from trainmedic.memory.checks import Check
 from trainmedic.memory.model import MemoryReport
 
-_STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+_STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 _VERDICT_STYLE = {"fits": "bold green", "tight": "bold yellow", "does not fit": "bold red"}
 MAX_STAGE_ROWS = 8
 

@@ -1,23 +1,28 @@
-"""The machine-readable outputs (`--json`): their schema versions and JSON Schemas.
+"""What every `--json` output starts with: its schema version and the trainmedic version; and
+the JSON Schemas of the outputs scripts read most.
 
-Every `--json` output starts with `"schema_version"`, so a script can tell which shape it reads
-(and triage can tell a file trainmedic wrote from a log). A version changes when a field is
-removed or changes meaning; adding fields does not. `trainmedic schema --output NAME` prints
-the JSON Schema of one output; the tests validate real outputs against them.
+One helper for every command, so a script reading any output can tell which shape it reads
+(`schema_version`, which changes when a field is removed or changes meaning) and which release
+wrote it (`trainmedic_version`, the same string `trainmedic --version` prints). `trainmedic
+schema --output NAME` prints the JSON Schema of one output; the tests validate real outputs
+against them. (Triage also tells a file trainmedic wrote from a log by the stamp.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-VERSIONS = {"triage": 1, "memory": 1, "probe": 1, "preflight": 1, "lint": 1, "export": 1,
-            "cluster": 1}
+from trainmedic import __version__
+
 SCHEMA_BASE = "https://github.com/trainmedic/trainmedic/schema/"
+
+VERSIONS = {"triage": 1, "memory": 1, "probe": 1, "preflight": 1, "lint": 1, "export": 1,
+            "cluster": 1, "report": 1, "walk": 1, "drill": 1}
 
 
 def stamped(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """`payload` with its schema version first."""
-    return {"schema_version": VERSIONS[kind], **payload}
+    """`payload` with its schema version and the trainmedic version first."""
+    return {"schema_version": VERSIONS[kind], "trainmedic_version": __version__, **payload}
 
 
 def _version(kind: str) -> dict[str, Any]:
@@ -85,8 +90,9 @@ def _schema(kind: str, title: str, required: list[str],
         "$id": f"{SCHEMA_BASE}{kind}.schema.json",
         "title": title,
         "type": "object",
-        "required": ["schema_version", *required],
-        "properties": {"schema_version": _version(kind), **properties},
+        "required": ["schema_version", "trainmedic_version", *required],
+        "properties": {"schema_version": _version(kind),
+                       "trainmedic_version": {"type": "string"}, **properties},
     }
 
 
@@ -123,7 +129,8 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                          ["ok", "checks", "memory"], {
         "ok": {"type": "boolean"},
         "checks": {"type": "array", "items": _CHECK},
-        "memory": _MEMORY,
+        "memory": {"oneOf": [_MEMORY, {"type": "null"}],
+                   "description": "null when the script holds no model to estimate"},
         "training_command": {"type": ["object", "null"]},
     }),
 }

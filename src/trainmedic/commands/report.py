@@ -28,7 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="the report's data as JSON")
     parser.add_argument("--list", action="store_true", help="list saved walks, newest first")
     parser.add_argument("--force", action="store_true",
-                        help="with -o: replace an existing file that trainmedic did not write")
+                        help="with -o or --bundle: replace an existing file that trainmedic did "
+                             "not write")
+    parser.add_argument("--bundle", metavar="FILE",
+                        help="write a redacted support bundle (.tar.gz): report, probes, "
+                             "nvidia-smi -q, environment, versions, kernel Xid/AER, triage")
+    parser.add_argument("--log", action="append", metavar="PATH",
+                        help="with --bundle: triage these logs into it (repeatable)")
 
 
 def _warn_skipped(skipped: Iterable[Skipped]) -> None:
@@ -45,8 +51,10 @@ def _list(as_json: bool) -> int:
              "finished": w.record.finished, "steps": len(w.record.steps), "path": str(w.path)}
             for w in walks]
     if as_json:
-        json.dump({"walks": rows, "skipped": [{"path": str(s.path), "reason": s.reason}
-                                              for s in skipped]}, sys.stdout, indent=2)
+        from trainmedic.commands.outputs import stamped
+
+        json.dump(stamped("report", {"walks": rows, "skipped": [
+            {"path": str(s.path), "reason": s.reason} for s in skipped]}), sys.stdout, indent=2)
         print()
     elif not rows:
         print("no saved walks", file=sys.stderr)
@@ -58,6 +66,12 @@ def _list(as_json: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.bundle:
+        from trainmedic.commands.report_bundle import run_bundle
+
+        return run_bundle(args)
+    if args.log:
+        raise UsageError("--log goes with --bundle")
     if args.list:
         return _list(args.json)
     from trainmedic.export.report import build_report, render_report
@@ -82,8 +96,11 @@ def run(args: argparse.Namespace) -> int:
         fresh = run_probes(None, saved.record.probe_context())
     forest = load_forest(args.trees)  # a report must work even while some tree has errors
     if args.json:
-        data = {"generated_by": "trainmedic report",
-                **build_report(saved.record, forest, repo=repo, fresh_probes=fresh)}
+        from trainmedic.commands.outputs import stamped
+
+        data = stamped("report", {"generated_by": "trainmedic report",
+                                  **build_report(saved.record, forest, repo=repo,
+                                                 fresh_probes=fresh)})
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     else:
         text = render_report(saved.record, forest, repo=repo, fresh_probes=fresh)

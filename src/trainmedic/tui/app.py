@@ -204,6 +204,7 @@ class TrainmedicApp(App[int]):
         from trainmedic.tui.dialogs.launch_command import LaunchCommandScreen
         from trainmedic.tui.screens.browse import BrowseScreen
         from trainmedic.tui.screens.cluster import ClusterScreen
+        from trainmedic.tui.screens.drill import DrillScreen
         from trainmedic.tui.screens.home import HomeScreen
         from trainmedic.tui.screens.probes import ProbesScreen
         from trainmedic.tui.screens.report import ReportScreen
@@ -225,6 +226,7 @@ class TrainmedicApp(App[int]):
             ("Cluster", list(ClusterScreen.BINDINGS)),
             ("Log triage", list(TriageScreen.BINDINGS)),
             ("Probes", list(ProbesScreen.BINDINGS)),
+            ("Incident drill", list(DrillScreen.BINDINGS)),
             ("Launch command", list(LaunchCommandScreen.BINDINGS)),
         ]
 
@@ -256,6 +258,11 @@ class TrainmedicApp(App[int]):
 
         self.push_screen(ClusterScreen())
 
+    def action_drill(self) -> None:
+        from trainmedic.tui.screens.drill import DrillScreen
+
+        self.push_screen(DrillScreen())
+
     # -- command palette ----------------------------------------------------------------------
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """Every action shown in the footer of this screen, plus the app-wide ones."""
@@ -276,6 +283,8 @@ class TrainmedicApp(App[int]):
         yield SystemCommand("Cluster", "Last sweep of every node; run a new one",
                             self.action_cluster)
         yield SystemCommand("Browse trees", "Every tree as an outline", self.open_browse)
+        yield SystemCommand("Incident drill", "A real log: find the cause, then compare",
+                            self.action_drill)
 
 
 async def _run_action(node: DOMNode, action: str) -> None:

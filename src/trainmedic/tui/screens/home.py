@@ -123,6 +123,8 @@ class HomeScreen(AppScreen[None]):
             entry("action:probes", "Run probes", "GPUs, environment, versions, Xid, network"),
             entry("action:browse", "Browse all trees", "read every tree as an outline, search"),
             entry("action:cluster", "Cluster", "last sweep of every node: the one that differs"),
+            entry("action:drill", "Incident drill", "a real log from a public thread: find the "
+                  "cause, then compare"),
         ]
 
     def _walk_entries(self, walks: list[SavedWalk]) -> list[Entry]:
@@ -245,6 +247,8 @@ class HomeScreen(AppScreen[None]):
             app.open_browse()
         elif entry.key == "action:cluster":
             app.action_cluster()
+        elif entry.key == "action:drill":
+            app.action_drill()
 
     def action_browse(self) -> None:
         entry = self.current_entry()
