@@ -316,6 +316,8 @@ def _guess(scanner: Scanner, findings: list[Finding]) -> Finding | None:
     if any(f.kind == "cause" for f in findings):
         return None
     errors = scanner.errors.uncovered
+    if not errors and not findings and scanner.errors.last_covered is not None:
+        errors = [scanner.errors.last_covered]
     if not errors:
         return None
     root = scanner.launcher.root_cause

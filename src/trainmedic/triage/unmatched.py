@@ -78,6 +78,9 @@ class ErrorTracker:
     def __init__(self) -> None:
         self.count = 0  # error lines seen, covered or not
         self.uncovered: list[ErrorLine] = []  # the last uncovered error of each source
+        # the last error a signature matched: if every finding it made is dropped (a SIGKILL
+        # the launcher sent), the log still is not clean
+        self.last_covered: ErrorLine | None = None
         self._frame: str | None = None
         self._last: ErrorLine | None = None
 
@@ -101,9 +104,10 @@ class ErrorTracker:
         if found is None:
             return
         self.count += 1
-        if covered:
-            return
         kind, _cls = found
+        if covered:
+            self.last_covered = ErrorLine(file, lineno, text.strip()[:2000], kind, rank, host)
+            return
         if kind == "traceback" and self._last is not None and self._last.kind == "exception":
             return  # keep the exception itself, not the header of a later traceback
         if (self._last is not None and self._last.kind == "exception"
