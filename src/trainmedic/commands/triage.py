@@ -72,8 +72,8 @@ def _print_human(report, *, show_all: bool) -> None:
         style = "bold red" if i == 1 else ("yellow" if f.kind == "symptom" else "bold")
         fmt = "%m-%d %H:%M:%S" if f.details.get("time_has_year") is False else "%Y-%m-%d %H:%M:%S"
         when = f"  [dim]{f.first_time.strftime(fmt)}[/]" if f.first_time else ""
-        mark = "[bold yellow]GUESS[/] " if f.guess else ""
-        console.print(f"[{style}]{i}. [/]{mark}[{style}]{escape(f.summary)}[/]{when}")
+        style = "yellow" if f.guess else style  # its summary starts "guess:"
+        console.print(f"[{style}]{i}. {escape(f.summary)}[/]{when}")
         hosts = f"  [dim]host {escape(', '.join(f.hosts[:4]))}[/]" if f.hosts else ""
         console.print(f"   [cyan]{f.link}[/]  confidence {f.confidence:.0%}  "
                       f"[dim]{f.kind}[/]{hosts}")
