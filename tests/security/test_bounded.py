@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import gzip
 import os
-import resource
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -23,34 +21,44 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 OOM = b"[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
 
 
+# Starts the command under the limit and reports "exit-code peak-RSS-KiB" on a pipe. The command
+# is forked from this small launcher, not from pytest: a child's ru_maxrss counts the memory of the
+# process it was forked from (kept across exec), which late in a full test run is pytest's own.
+LAUNCHER = """
+import os, resource, subprocess, sys, threading
+memory, timeout, fd = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+def limit():
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+proc = subprocess.Popen(sys.argv[4:], preexec_fn=limit)
+timer = threading.Timer(timeout, proc.kill)
+timer.start()
+_, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not every child's
+timer.cancel()
+code = os.waitstatus_to_exitcode(status)
+os.write(fd, f"{code} {usage.ru_maxrss}".encode())
+"""
+
+
 def run_limited(args: list[str], *, stdin=None, timeout: float = 60, memory: int = 1 << 30,
                 code: str | None = None) -> tuple[subprocess.CompletedProcess, int]:
     """trainmedic (or `code`) in a child under an address-space limit; (result, peak RSS KiB
     of the child and the processes it started, such as grep)."""
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-
     argv = [sys.executable, "-c", code] if code else [sys.executable, "-m", "trainmedic", *args]
     env = dict(os.environ, PYTHONPATH=SRC)
-    proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, preexec_fn=limit)
-    streams: dict[str, bytes] = {}
-    readers = [threading.Thread(target=lambda k=k, f=f: streams.__setitem__(k, f.read()))
-               for k, f in (("out", proc.stdout), ("err", proc.stderr))]
-    for reader in readers:
-        reader.start()
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not every child's
-    timer.cancel()
-    for reader in readers:
-        reader.join()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode == -9:
+    read_end, write_end = os.pipe()
+    try:
+        done = subprocess.run([sys.executable, "-c", LAUNCHER, str(memory), str(timeout),
+                               str(write_end), *argv], stdin=stdin, capture_output=True,
+                              env=env, pass_fds=(write_end,), timeout=timeout + 60)
+    finally:
+        os.close(write_end)
+    with os.fdopen(read_end, "rb") as said:
+        returncode, peak = (int(word) for word in said.read().split())
+    if returncode == -9:
         pytest.fail(f"{args or code[:60]} did not finish within {timeout} s")
-    result = subprocess.CompletedProcess(argv, proc.returncode, streams["out"].decode(),
-                                         streams["err"].decode())
-    return result, usage.ru_maxrss
+    result = subprocess.CompletedProcess(argv, returncode, done.stdout.decode(),
+                                         done.stderr.decode())
+    return result, peak
 
 
 def test_a_1mb_line_is_cut_around_its_signature(tmp_path):
