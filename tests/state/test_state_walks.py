@@ -17,8 +17,12 @@ def walk(walk_id: str, updated: str, **extra: str) -> WalkRecord:
     return WalkRecord.from_dict({
         "version": 1, "id": walk_id, "tree": "disk-full", "started": updated,
         "updated": updated, "current": "disk-full#what-error", "finished": False,
-        "steps": [], "stack": [], "probes": [], "triage": None, "launch_command": "",
+        "steps": [STEP], "stack": [], "probes": [], "triage": None, "launch_command": "",
         "notes": "", **extra})
+
+
+STEP = {"node": "disk-full#start", "question": "Where?", "answer": 0, "answer_text": "Here",
+        "goto": "disk-full#what-error"}  # one answer: a walk without any is not kept
 
 
 def test_state_dir_follows_xdg_state_home(tmp_path):

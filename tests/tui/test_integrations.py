@@ -48,7 +48,7 @@ def test_report_from_fix_screen_is_shown_redacted_and_saved(tmp_path, monkeypatc
     async def go():
         app = make_app()
         async with app.run_test(size=(100, 30), notifications=True) as pilot:
-            await pilot.press(*"memory", "enter")
+            await pilot.press(*"mem", "enter")
             await pilot.pause()
             assert "i report" not in "\n".join(screen_text(app))  # a question: no report key
             await pilot.press("1", "1")
@@ -61,7 +61,7 @@ def test_report_from_fix_screen_is_shown_redacted_and_saved(tmp_path, monkeypatc
             screen = app.screen
             assert isinstance(screen, ReportScreen)
             record = walk.session.record()
-            assert screen.markdown == render_report(record, app.forest)
+            assert screen.markdown == render_report(record, app.forest, in_app=True)
             assert "# Incident report: Out of GPU memory" in screen.markdown
             assert SECRET not in screen.markdown and SECRET not in "".join(screen_text(app))
             default = tmp_path / f"trainmedic-report-{record.id}.md"
@@ -275,7 +275,7 @@ def test_triage_shows_the_loss_curve_with_the_spike_marked():
     bar = curve[marks.index("^")]
     # the mark sits under the first bar of the spike, the bars before it are the flat baseline
     assert bar in "▇█" and set(curve[curve.index("▁"):marks.index("^")]) == {"▁"}
-    text = "\n".join(lines)
+    text = " ".join(" ".join(lines).split())  # wrapped between words, never inside one
     assert f"^ iterations {spike.start}..{spike.end}: peak 8.72 at 29320" in text
     assert "resume from the checkpoint of iteration 29200 (saved)" in text
     assert "--skip-train-iteration-range 29310:29360" in text
@@ -323,7 +323,7 @@ def test_probes_from_a_walk_are_attached_and_saved_from_home_only_shown():
             await pilot.pause()
             assert list_walks()[0] == []
 
-            await pilot.press(*"memory", "enter")
+            await pilot.press(*"mem", "enter")
             await app.workers.wait_for_complete()
             await pilot.pause()
             walk = app.screen
@@ -338,12 +338,17 @@ def test_probes_from_a_walk_are_attached_and_saved_from_home_only_shown():
             await pilot.pause()
             assert app.screen is walk
             assert [p.name for p in walk.session.probes] == ["gpu", "env"]
+            assert list_walks()[0] == []  # no answer yet: nothing worth a file
+            await pilot.press("1")
+            await pilot.pause()
             saved = list_walks()[0][0].record.to_dict()
             assert saved["id"] == walk.session.id
             env = next(p for p in saved["probes"] if p["name"] == "env")
             assert env["facts"]["myth_vars"] == ["NCCL_TIMEOUT"]
-            assert "WARN env" in "\n".join(screen_text(app))  # the evidence panel shows it
             assert asked == [None, ["memory", "gpu"], None]
+            await pilot.press("escape")
+            await pilot.pause()
+            assert "WARN env" in "\n".join(screen_text(app))  # the evidence panel shows it
     run(go())
 
 
@@ -352,12 +357,14 @@ def test_question_footer_fits_80_columns_with_help():
     async def go():
         app = make_app(probe_runner=gpu_full)
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press(*"memory", "enter")
+            await pilot.press(*"mem", "enter")
             await pilot.pause(0.3)
             footer = screen_text(app)[-1]
-            assert "m launch" in footer and "? help" in footer
-            titles = {c.title for c in app.get_system_commands(app.screen)}
-            assert {"Home", "Browse", "All probes"} <= titles  # hidden keys stay in the palette
+            assert "m launch command" in footer and "? help" in footer
+            titles = [c.title for c in app.get_system_commands(app.screen)]
+            assert {"Home", "Browse", "Run probes", "Probes again"} <= set(titles)  # hidden
+            assert len(titles) == len(set(titles))  # keys stay in the palette, each once
+            assert not {"Focus Next", "Copy selected text", "First", "Last"} & set(titles)
     run(go())
 
 

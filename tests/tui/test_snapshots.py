@@ -32,13 +32,13 @@ def test_home(snap_compare, size):
 @SIZES
 def test_question_with_evidence(snap_compare, size):
     app = make_app(probe_runner=gpu_full)
-    assert snap_compare(app, terminal_size=size, run_before=keys(*"memory", "enter"))
+    assert snap_compare(app, terminal_size=size, run_before=keys(*"mem", "enter"))
 
 
 @SIZES
 def test_fix(snap_compare, size):
     assert snap_compare(make_app(), terminal_size=size,
-                        run_before=keys(*"memory", "enter", "1", "1"))
+                        run_before=keys(*"mem", "enter", "1", "1"))
 
 
 @SIZES
@@ -57,7 +57,7 @@ def test_question_no_color(snap_compare, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     app = make_app(probe_runner=gpu_full)
     assert app.no_color
-    assert snap_compare(app, terminal_size=(80, 24), run_before=keys(*"memory", "enter"))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=keys(*"mem", "enter"))
 
 
 @SIZES

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", nargs="?", metavar="SESSION",
-                        help="walk id, id prefix or saved file (default: the latest walk)")
+                        help="walk id, id prefix or saved file (default: the latest walk that "
+                             "reached a fix)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     parser.add_argument("--repo", metavar="PATH",
                         help="framework checkout whose commit and dirty flag go in the report")
@@ -60,12 +61,16 @@ def run(args: argparse.Namespace) -> int:
     from trainmedic.saved_walks import find_walk
     from trainmedic.trees import load_forest
 
-    saved, skipped = find_walk(args.session)
+    saved, skipped = find_walk(args.session, prefer_finished=True)
     _warn_skipped(skipped)
     if saved is None:
         if args.session:
             raise UsageError(f"no saved walk '{args.session}' (see `trainmedic report --list`)")
         raise UsageError("no saved walks yet: run `trainmedic walk TREE` first")
+    if not args.session:  # say which walk, at 3 a.m. the newest is not always the one meant
+        which = "the latest that reached a fix" if saved.record.finished else \
+            "the latest; none reached a fix"
+        print(f"trainmedic: report of walk {saved.id} ({which}; see --list)", file=sys.stderr)
     repo = None
     if args.repo:
         from trainmedic.export.repoinfo import repo_info

@@ -69,6 +69,7 @@ class PathStep:
     suggested_text: str | None  # the suggested answer's text, when the trees still have it
     followed_suggestion: bool
     evidence: list[str]
+    implied: bool = False  # answered by the log triage that opened the walk
 
     @classmethod
     def of(cls, step: StepRecord, forest: Forest | None) -> PathStep:
@@ -79,7 +80,7 @@ class PathStep:
             suggested_text = str(node.answers[step.suggested].text)
         return cls(step.node, step.question, step.answer, step.answer_text, step.goto,
                    step.suggested, suggested_text, step.suggested == step.answer,
-                   list(step.evidence))
+                   list(step.evidence), step.implied)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def _repo_text(repo: RepoInfo | None) -> str:
 
 
 def _checklist_item(ask: Ask, walk: WalkRecord, probes: list[ProbeResult],
-                    repo: RepoInfo | None) -> ChecklistItem:
+                    repo: RepoInfo | None, in_app: bool = False) -> ChecklistItem:
     assert ask.checklist is not None
     done, value = False, ""
     if ask.fill == "repo":
@@ -168,14 +169,15 @@ def _checklist_item(ask: Ask, walk: WalkRecord, probes: list[ProbeResult],
         if walk.triage is not None and walk.triage.files:
             parts.append("triaged logs: " + ", ".join(walk.triage.files))
         value = "; ".join(parts)  # logs are never "done": only people know they are complete
-    return ChecklistItem(ask.checklist, done, value, ask.hint)
+    return ChecklistItem(ask.checklist, done, value,
+                         ask.app_hint if in_app and ask.app_hint else ask.hint)
 
 
 class _Report:
     """Everything the report says, gathered once from the saved walk."""
 
     def __init__(self, walk: WalkRecord, forest: Forest | None, repo: RepoInfo | None,
-                 fresh_probes: Iterable[ProbeResult]) -> None:
+                 fresh_probes: Iterable[ProbeResult], in_app: bool = False) -> None:
         self.walk = walk
         tree = forest.trees.get(walk.tree) if forest is not None else None
         self.tree_title = str(tree.title) if tree else walk.tree
@@ -184,7 +186,7 @@ class _Report:
         self.probes = merge_probes(walk.probes, fresh_probes)
         self.triage: TriageAttachment | None = walk.triage
         self.repo = repo
-        self.checklist = [_checklist_item(ask, walk, self.probes, repo)
+        self.checklist = [_checklist_item(ask, walk, self.probes, repo, in_app)
                           for ask in MINIMUM if ask.checklist is not None]
         self.launch_command = redact_command(walk.launch_command)
 
@@ -196,6 +198,7 @@ class _Report:
                      "finished": walk.finished, "current": walk.current},
             "outcome": asdict(self.outcome),
             "path": [asdict(step) for step in self.path],
+            "tried": [t.to_dict() for t in walk.tried],
             "probes": [p.to_dict() for p in self.probes],
             "triage": self.triage.to_dict() if self.triage is not None else None,
             "repo": self.repo.to_dict() if self.repo is not None else None,
@@ -221,17 +224,19 @@ def code_span(text: str) -> str:
 
 
 def render_report(walk: WalkRecord, forest: Forest | None, *, repo: RepoInfo | None = None,
-                  fresh_probes: Iterable[ProbeResult] = ()) -> str:
-    """The Markdown incident report (what the TUI's "report" key shows and saves)."""
-    report = _Report(walk, forest, repo, fresh_probes)
+                  fresh_probes: Iterable[ProbeResult] = (), in_app: bool = False) -> str:
+    """The Markdown incident report (what the TUI's "report" key shows and saves); `in_app`:
+    its hints name the app's keys instead of command-line flags."""
+    report = _Report(walk, forest, repo, fresh_probes, in_app)
     out = [f"# Incident report: {one_line(report.tree_title)}", "",
            f"Walk {code_span(walk.id)} of tree {code_span(walk.tree)}, started "
            f"{walk.started or 'unknown'}, last step {walk.updated or 'unknown'}; "
            + ("it reached a fix." if walk.finished else "it did not reach a fix."), "",
            "Secrets were redacted by pattern; read this before you attach it anywhere.", ""]
     out += _render_outcome(report.outcome)
+    out += _render_tried(walk)
     out += _render_path(report.path)
-    out += _render_probes(report.probes)
+    out += _render_probes(report.probes, in_app)
     out += _render_triage(report.triage)
     out += _render_checklist(report.checklist, report.launch_command)
     if walk.notes.strip():
@@ -263,6 +268,17 @@ def _render_outcome(outcome: Outcome) -> list[str]:
     return out
 
 
+def _render_tried(walk: WalkRecord) -> list[str]:
+    """Fixes the person reached and said did not help: the report must not hide them."""
+    if not walk.tried:
+        return []
+    out = ["## Fixes tried", ""]
+    for tried in walk.tried:
+        out.append(f"- Tried fix **{one_line(tried.title or tried.node)}** "
+                   f"({code_span(tried.node)}): did not help.")
+    return [*out, ""]
+
+
 def _render_path(path: list[PathStep]) -> list[str]:
     out = ["## Path taken", ""]
     if not path:
@@ -270,7 +286,9 @@ def _render_path(path: list[PathStep]) -> list[str]:
     for index, step in enumerate(path, start=1):
         out.append(f"{index}. **{one_line(step.question)}** ({code_span(step.node)})")
         note = ""
-        if step.followed_suggestion:
+        if step.implied:
+            note = " (implied by the log triage)"
+        elif step.followed_suggestion:
             note = " (suggested by the probes)"
         elif step.suggested_text is not None:
             note = f" (the probes suggested: {one_line(step.suggested_text)})"
@@ -282,10 +300,11 @@ def _render_path(path: list[PathStep]) -> list[str]:
     return [*out, ""]
 
 
-def _render_probes(probes: list[ProbeResult]) -> list[str]:
+def _render_probes(probes: list[ProbeResult], in_app: bool = False) -> list[str]:
     out = ["## Probe results", ""]
     if not probes:
-        return [*out, "No probe results are attached to this walk (rerun with `--probe`).", ""]
+        how = "^r in the walk runs them" if in_app else "rerun with `--probe`"
+        return [*out, f"No probe results are attached to this walk ({how}).", ""]
     out += ["| Probe | Status | Summary |", "|---|---|---|"]
     for probe in probes:
         out.append(f"| {one_line(probe.name, table=True)} | "

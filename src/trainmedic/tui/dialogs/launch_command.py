@@ -40,7 +40,9 @@ class LaunchCommandScreen(AppDialog[str | None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#launch-text", TextArea).focus()
+        area = self.query_one("#launch-text", TextArea)
+        area.focus()
+        area.select_all()  # what is typed or pasted replaces the old command, not joins it
 
     def action_accept(self) -> None:
         self.dismiss(self.query_one("#launch-text", TextArea).text)

@@ -78,10 +78,9 @@ class ClusterScreen(AppScreen[None]):
     CSS_PATH = "cluster.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "sweep", "sweep now"),
-        Binding("slash", "edit_spec", "edit SPEC", key_display="/"),
+        Binding("e", "edit_spec", "edit SPEC"),
         Binding("l", "reload", "reload"),
         Binding("escape", "leave", "back", key_display="esc"),
-        Binding("question_mark", "app.help", "help", key_display="?"),
     ]
 
     class Swept(Message):

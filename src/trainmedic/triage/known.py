@@ -1,0 +1,111 @@
+"""What a triage found that a fix command can use: the numbers of this incident, by name.
+
+A fix is written for every incident, so its commands hold placeholders (`<GPU_INDEX>`,
+`<ITERATION>`, `<BUS_ID>`) or examples. The walk that triage started knows some of those
+numbers: the GPU that ran out of memory, the checkpoint to resume from, the PCI bus of the GPU
+that raised an Xid. `known_from` reads them from the chosen finding, each with where it came
+from, and the exact recovery command when triage built one for the framework that wrote the
+log. The fix's layout (`export.fixview`) puts them into the commands people copy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from trainmedic.triage.attachment import TriageAttachment
+    from trainmedic.triage.report import Finding
+
+
+@dataclass(frozen=True)
+class KnownValue:
+    """One number of this incident, named as fix commands name their placeholders."""
+
+    name: str  # the placeholder without its brackets: "GPU_INDEX" fills `<GPU_INDEX>`
+    value: str
+    why: str  # what the value is, in words: "the last checkpoint saved before the spike"
+
+
+@dataclass(frozen=True)
+class LogCommand:
+    """A command triage wrote for this incident (for the framework the log came from)."""
+
+    do: str
+    code: str
+    lang: str = "text"
+
+
+@dataclass(frozen=True)
+class KnownFromLog:
+    """Every value and command a finding gives; `link` is the node the commands belong to."""
+
+    link: str = ""
+    where: str = ""  # the log line the finding quotes first: "rank1.log:2"
+    values: tuple[KnownValue, ...] = ()
+    commands: tuple[LogCommand, ...] = ()
+
+    def get(self, name: str) -> KnownValue | None:
+        return next((v for v in self.values if v.name == name), None)
+
+    def __bool__(self) -> bool:
+        return bool(self.values or self.commands)
+
+
+NOTHING = KnownFromLog()
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def known_from(triage: TriageAttachment | None) -> KnownFromLog:
+    """The values and commands of the finding a walk was started from (NOTHING without one)."""
+    finding = triage.finding if triage is not None else None
+    if finding is None:
+        return NOTHING
+    values: dict[str, KnownValue] = {}
+
+    def add(name: str, value: object, why: str) -> None:
+        if value is not None and str(value).strip() and name not in values:
+            values[name] = KnownValue(name, str(value).strip(), why)
+
+    details = finding.details
+    recovery = details.get("recovery")
+    commands: list[LogCommand] = []
+    if isinstance(recovery, Mapping):  # triage built the way back for the log's framework
+        add("ITERATION", _int(recovery.get("checkpoint")),
+            "the last checkpoint the log says was saved before the trouble")
+        command = recovery.get("command")
+        if isinstance(command, str) and command.strip():
+            framework = str(recovery.get("framework") or "")
+            text = str(recovery.get("text") or "the way back triage computed for this log")
+            lead = f"{framework}: " if framework and framework != "unknown" else ""
+            commands.append(LogCommand(lead + text, command.strip()))
+    spike = details.get("spike")
+    if isinstance(spike, Mapping):
+        add("ITERATION", _int(spike.get("checkpoint_before")),
+            "the last checkpoint saved before the spike")
+        start, end = _int(spike.get("start")), _int(spike.get("end"))
+        add("SPIKE_START", start, "the first iteration of the spike")
+        add("SPIKE_END", end if end is not None else _int(spike.get("peak")),
+            "the iteration the loss was back to normal" if end is not None
+            else "the peak of the spike (the loss never came back)")
+    add("GPU_INDEX", _int(details.get("gpu")), "the GPU the log names")
+    pci = details.get("pci")
+    if isinstance(pci, list) and len(pci) == 1:
+        add("BUS_ID", pci[0], "the PCI bus of the GPU that raised the Xid")
+    if len(finding.ranks) == 1:
+        add("RANK", finding.ranks[0], "the rank the log names")
+    return KnownFromLog(finding.link, _where(finding), tuple(values.values()), tuple(commands))
+
+
+def _where(finding: Finding) -> str:
+    return finding.evidence[0].where if finding.evidence else ""
+
+
+def describe(known: KnownFromLog) -> list[str]:
+    """One line per value, for the "from your log" block: `ITERATION = 29200: the last ...`."""
+    return [f"{v.name} = {v.value}: {v.why}" for v in known.values]
+
