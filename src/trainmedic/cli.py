@@ -31,6 +31,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "preflight": ("preflight", "check a launch script before it burns GPU hours"),
     "report": ("report", "the Markdown incident report of a saved walk"),
     "schema": ("schema", "print the JSON Schema of the tree format"),
+    "serve": ("serve", "the app in a web browser (needs the web extra)"),
+    "completion": ("completion", "print the shell completion script for bash, zsh or fish"),
+}
+# Commands left out of --help: the completion scripts call `__complete KIND PREFIX`.
+HIDDEN_COMMANDS: dict[str, tuple[str, str]] = {
+    "__complete": ("complete", "print completion candidates (for the completion scripts)"),
 }
 
 
@@ -52,11 +58,13 @@ def _top_parser() -> argparse.ArgumentParser:
 
 
 def _command(name: str) -> ModuleType:
-    return importlib.import_module(f"trainmedic.commands.{COMMANDS[name][0]}")
+    module_name, _help = COMMANDS.get(name) or HIDDEN_COMMANDS[name]
+    return importlib.import_module(f"trainmedic.commands.{module_name}")
 
 
 def _command_parser(name: str, module: ModuleType) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"trainmedic {name}", description=COMMANDS[name][1])
+    _module, help_text = COMMANDS.get(name) or HIDDEN_COMMANDS[name]
+    parser = argparse.ArgumentParser(prog=f"trainmedic {name}", description=help_text)
     parser.add_argument(
         "--trees", action="append", default=[], metavar="DIR",
         help="add a folder of user trees (repeatable)",
@@ -66,13 +74,23 @@ def _command_parser(name: str, module: ModuleType) -> argparse.ArgumentParser:
     return parser
 
 
+def parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top parser and every command's own: the completion scripts are generated from them."""
+    return _top_parser(), {name: _command_parser(name, _command(name)) for name in COMMANDS}
+
+
+def _served_in_browser() -> bool:
+    """textual-serve runs the app over pipes with its web driver: no terminal, and none needed."""
+    return os.environ.get("TEXTUAL_DRIVER", "") == "textual.drivers.web_driver:WebDriver"
+
+
 def _split(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
     """Split global options (before the command) from the command and its own arguments."""
     head: list[str] = []
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg in COMMANDS:
+        if arg in COMMANDS or arg in HIDDEN_COMMANDS:
             return head, arg, argv[i + 1 :]
         head.append(arg)
         if arg == "--trees" and i + 1 < len(argv):
@@ -88,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         top = _top_parser().parse_args(head)
         if command is None:
-            if not interactive_terminal():
+            if not interactive_terminal() and not _served_in_browser():
                 raise UsageError("the app needs a terminal; in a pipe or a dumb terminal use "
                                  "`trainmedic walk triage --plain` (or see `trainmedic --help`)")
             from trainmedic.tui.start import run_home
@@ -101,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(ours)
         args.passthrough = passthrough
         args.trees = list(top.trees) + list(args.trees)
+        args.parsers = parsers  # what `completion` reads; a function, so no one else pays for it
         return int(args._run(args) or 0)
     except TrainmedicError as exc:
         print(f"trainmedic: error: {exc}", file=sys.stderr)

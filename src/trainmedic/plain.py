@@ -83,6 +83,8 @@ def print_fix(console: Console, view: FixView) -> None:
     if view.from_log is not None:
         where = f" ({view.from_log.where})" if view.from_log.where else ""
         console.print(Text(f"From your log{where}:", style="bold"))
+        if view.from_log.advice:
+            console.print(Text(f"   {view.from_log.advice}"))
         for value in view.from_log.values:
             console.print(Text(f"   {value.name} = {value.value}: {value.why}"))
         for command in view.from_log.commands:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainmedic.state import TEMP_SUFFIX, walks_dir, write_json_atomic
+from trainmedic.safefile import TEMP_SUFFIX, read_bounded
+from trainmedic.state import walks_dir, write_json_atomic
 
 if TYPE_CHECKING:
     from trainmedic.probes.base import ProbeContext, ProbeResult
@@ -202,6 +203,7 @@ class WalkRecord:
 
 
 STALE_TEMP_S = 3600.0  # a temporary file this old was left by a killed writer
+MAX_WALK_BYTES = 16 << 20  # a walk is a few KB; a bigger file is not one of ours
 # A walk id names its file: no separators, no leading dot, nothing a shell or Windows dislikes.
 WALK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
@@ -244,7 +246,7 @@ class Skipped:
 
 def read_walk(path: Path) -> SavedWalk | Skipped:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(path, MAX_WALK_BYTES).decode("utf-8"))
     except OSError as exc:
         return Skipped(path, exc.strerror or str(exc))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -282,8 +284,11 @@ def list_walks(limit: int | None = None) -> tuple[list[SavedWalk], list[Skipped]
     are found, so the home screen stays fast however many walks pile up.
     """
     folder = walks_dir()
-    if not folder.is_dir():
-        return [], []
+    try:
+        if not folder.is_dir():
+            return [], []
+    except OSError as exc:  # a state folder made by `sudo trainmedic`: Python 3.11 raises here
+        return [], [Skipped(folder, exc.strerror or str(exc))]
     walks: list[SavedWalk] = []
     skipped: list[Skipped] = []
     try:
@@ -313,7 +318,7 @@ def find_walk(name: str | None, *, prefer_finished: bool = False,
               ) -> tuple[SavedWalk | None, list[Skipped]]:
     """The walk with this id (or id prefix, or file path), or the latest when `name` is None
     (with `prefer_finished`, the latest that reached a fix, if any did)."""
-    if name and Path(name).is_file():
+    if name and _is_file(Path(name)):
         result = read_walk(Path(name))
         return (result, []) if isinstance(result, SavedWalk) else (None, [result])
     walks, skipped = list_walks()
@@ -323,3 +328,10 @@ def find_walk(name: str | None, *, prefer_finished: bool = False,
         return (chosen[0] if chosen else None), skipped
     matches = [w for w in walks if w.id == name] or [w for w in walks if w.id.startswith(name)]
     return (matches[0] if matches else None), skipped
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False

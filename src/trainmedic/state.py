@@ -9,14 +9,12 @@ middle of a write leaves the previous file whole.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-TEMP_SUFFIX = ".tmp"
+from trainmedic.safefile import write_json
 
 
 def _xdg(variable: str) -> Path | None:
@@ -70,39 +68,9 @@ def tree_cache_dir() -> Path:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:  # Any: whatever json.dumps takes
-    """Serialise first, then write a temporary file, fsync it and rename it over `path`.
+    """Serialise first, then write a temporary file, fsync it and rename it over `path` (0600).
 
     Serialising before opening means unserialisable data never touches the disk; the rename is
     atomic on POSIX and Windows, so readers see the old file or the new one, never a mix.
     """
-    text = json.dumps(data, indent=1, ensure_ascii=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=TEMP_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    """Make the rename itself durable (a power cut right after must not resurrect the old file)."""
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
+    write_json(path, data, target="state")

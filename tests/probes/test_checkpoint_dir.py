@@ -8,9 +8,10 @@ import pytest
 
 from trainmedic.probes import checkpoint_dir as cd
 from trainmedic.probes.base import Budget
-from trainmedic.probes.runner import facts_of, run_probes
+from trainmedic.probes.runner import run_probes
 from trainmedic.trees import Question, load_forest
 from trainmedic.trees.rules import suggest
+from trainmedic.walk import facts_from
 
 from .broken_tool import run_with_broken_tool
 from .helpers import check_types, fixture_path, fixture_text
@@ -190,7 +191,7 @@ def question(tree: str, node: str) -> Question:
 def test_a_full_save_directory_suggests_the_disk_full_fix():
     full = result("df_h_root_69pct_space_free.txt", "df_ih_root_inodes_full.txt", "/x")
     q = question("checkpoint", "save-error")
-    index, _lines = suggest(q, facts_of([full]))
+    index, _lines = suggest(q, facts_from([full])[0])
     assert index is not None and q.answers[index].goto == "disk-full"
     roomy = result("df_h_lustre_mounts.txt", None, "/mnt/fs/run1")
-    assert suggest(q, facts_of([roomy]))[0] is None
+    assert suggest(q, facts_from([roomy])[0])[0] is None

@@ -6,9 +6,10 @@ import pytest
 
 from trainmedic.probes import slurm_job as sj
 from trainmedic.probes.base import Budget
-from trainmedic.probes.runner import facts_of, run_probes
+from trainmedic.probes.runner import run_probes
 from trainmedic.trees import Question, load_forest
 from trainmedic.trees.rules import suggest
+from trainmedic.walk import facts_from
 
 from .broken_tool import run_with_broken_tool
 from .helpers import check_types, fixture_path, fixture_text
@@ -154,11 +155,11 @@ def test_no_signal_in_the_script_suggests_the_time_limit_fix():
     q = load_forest().trees["scheduler"].nodes["who-ended"]
     assert isinstance(q, Question)
     bare = build("scontrol_show_job_running_2day_limit.txt", "sbatch_no_signal.sh")
-    index, _lines = suggest(q, facts_of([bare]))
+    index, _lines = suggest(q, facts_from([bare])[0])
     assert index is not None and q.answers[index].goto == "time-limit"
     warned = build("scontrol_show_job_running_2day_limit.txt",
                    "sbatch_signal_sigusr1_lightning.sh")
-    assert suggest(q, facts_of([warned]))[0] is None
+    assert suggest(q, facts_from([warned])[0])[0] is None
     requeued = build("scontrol_show_job_pending_requeued_unlimited.txt",
                      "sbatch_signal_requeue_preempt.sh")
-    assert suggest(q, facts_of([requeued]))[0] is None  # one restart is not a loop
+    assert suggest(q, facts_from([requeued])[0])[0] is None  # one restart is not a loop

@@ -27,11 +27,12 @@ from trainmedic.tui.screens.cluster import ClusterScreen, age_text
 from trainmedic.tui.screens.probes import ProbesScreen
 from trainmedic.tui.screens.report import ReportScreen
 from trainmedic.tui.screens.walk import WalkScreen
-from trainmedic.tui.widgets.losscurve import LossCurve, marker_line, spike_columns
+from trainmedic.tui.widgets.losscurve import LossCurve, mark_line, marker_line, spike_columns
 
 TUI_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tui"
 SPIKE_LOG = TUI_FIXTURES / "megatron_spike_synthesised.log"
 REAL_SPIKE_LOG = TUI_FIXTURES / "megatron_lm_loss_spike.log"
+LOSS_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "loss"
 SECRET = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
 
@@ -265,20 +266,40 @@ def _triage(path: Path, size=(100, 30)):
     return run(go())
 
 
-def test_triage_shows_the_loss_curve_with_the_spike_marked():
+def test_triage_shows_the_loss_curve_with_the_spike_and_the_rollback_marked():
     shown, loss, lines = _triage(SPIKE_LOG)
     assert shown and len(loss.spikes) == 1
     spike = loss.spikes[0]
     curve_row = next(i for i, line in enumerate(lines) if line.lstrip().startswith("loss ▁"))
     curve, marks = lines[curve_row], lines[curve_row + 1]
-    assert set(marks.strip()) == {"^"}
+    assert set(marks.strip()) == {"^", "R", " "}
     bar = curve[marks.index("^")]
-    # the mark sits under the first bar of the spike, the bars before it are the flat baseline
+    # the mark sits under the first bar of the spike, the bars before it are the flat baseline;
+    # the spike's window runs on until the loss came back, and R marks the checkpoint before
     assert bar in "▇█" and set(curve[curve.index("▁"):marks.index("^")]) == {"▁"}
+    window = marks[marks.index("^"):marks.rindex("^") + 1]
+    assert set(window) == {"^"} and len(window) > 1
+    assert marks.index("R") < marks.index("^") and curve[marks.index("R")] == "▁"
     text = " ".join(" ".join(lines).split())  # wrapped between words, never inside one
-    assert f"^ iterations {spike.start}..{spike.end}: peak 8.72 at 29320" in text
-    assert "resume from the checkpoint of iteration 29200 (saved)" in text
-    assert "--skip-train-iteration-range 29310:29360" in text
+    assert f"^ steps {spike.start}..{spike.end}: peak 8.72 at 29320" in text
+    assert "resume from the checkpoint of step 29200 (saved" in text
+    assert "R roll back to the checkpoint of step 29200" in text
+    # the line of 29310 averages 29301-29310; the fork is not named in this log, so both flags
+    assert "--skip-train-iteration-range 29301-29350" in text
+
+
+def test_triage_marks_nan_runs_and_a_divergence_window():
+    _shown, loss, lines = _triage(LOSS_FIXTURES / "tensorboard" / "events.out.tfevents.tensors")
+    curve_row = next(i for i, line in enumerate(lines) if line.lstrip().startswith("loss "))
+    marks = lines[curve_row + 1]
+    assert "^" in marks and "!" in marks and marks.index("^") < marks.index("!")  # 120, 150
+    assert "! NaN/inf loss at steps 150..150" in "\n".join(lines)
+    _shown, loss, lines = _triage(LOSS_FIXTURES / "losslint_demo" / "diverging.csv")
+    curve_row = next(i for i, line in enumerate(lines) if line.lstrip().startswith("loss "))
+    curve, marks = lines[curve_row], lines[curve_row + 1]
+    assert loss.divergence is not None
+    assert set(marks.strip()) == {"~"} and len(marks.strip()) > len(curve.strip()) // 2
+    assert f"~ diverging from step {loss.divergence.start}" in "\n".join(lines)
 
 
 def test_triage_draws_the_curve_of_a_real_megatron_log():
@@ -287,7 +308,7 @@ def test_triage_draws_the_curve_of_a_real_megatron_log():
     curve = next(line.strip() for line in lines if line.lstrip().startswith("loss "))
     bars = curve.removeprefix("loss ")
     assert len(bars) == 8 and max(bars[:3]) < min(bars[3:])  # 2.77 -> 7.34 at 29050
-    assert "iterations 29020..29090" in "\n".join(lines)
+    assert "steps 29020..29090" in "\n".join(lines)
 
 
 def test_spike_marks_follow_the_sparkline_buckets():
@@ -296,6 +317,11 @@ def test_spike_marks_follow_the_sparkline_buckets():
     steps = list(range(0, 1000, 10))  # 100 points in 50 columns: two points a column
     assert spike_columns(steps, [NS(start=500), NS(start=15)], 50) == [25, 1]
     assert marker_line([25, 1], 50) == " ^" + " " * 23 + "^"
+    marks = [{"kind": "divergence", "step": 0, "to": 990}, {"kind": "nan", "step": 500,
+                                                            "to": 520},
+             {"kind": "rollback", "step": 400, "to": None}]
+    line = mark_line(steps, marks, 50).plain
+    assert line[20] == "R" and line[25:27] == "!!" and line[24] == "~" and line[27] == "~"
 
 
 # -- 5. probes screen attached to the walk -------------------------------------------------------

@@ -107,9 +107,24 @@ def expand(spec: str, *, unique: bool = True) -> list[str]:
         # ssh and pdsh would read "-oProxyCommand=..." as an option and run it locally
         if host.startswith("-"):
             raise UsageError(f"bad hostlist {spec!r}: host {host!r} starts with '-'")
+        # `$(...)`, `;`, quotes or spaces in a name reach ssh's ProxyCommand `%h`
+        if not valid_host(host):
+            raise UsageError(f"bad hostlist {spec!r}: {host!r} is not a host name (RFC 1123: "
+                             "letters, digits, '-' inside a label, '.' between labels; "
+                             "'_' is allowed for Slurm node names)")
     if unique:
         hosts = list(dict.fromkeys(hosts))
     return hosts
+
+
+_LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?")
+
+
+def valid_host(host: str) -> bool:
+    """RFC 1123 host names (and IPv4 addresses), with `_` allowed as Slurm allows it."""
+    if not host or len(host) > 253:
+        return False
+    return all(_LABEL.fullmatch(label) for label in host.removesuffix(".").split("."))
 
 
 def _runs(numbers: list[str]) -> list[str]:

@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert, inert_line
+
 RESULT_VERSION = 1
 
 AnswerState = Literal["ok", "no-answer", "garbage", "unreachable", "error"]
@@ -44,6 +47,15 @@ class NodeAnswer:
     detail: str = ""  # one line: why the state is not ok
     duration_s: float = 0.0
 
+    def __post_init__(self) -> None:
+        # What a node printed is untrusted: its own redaction may be older or broken, and a
+        # garbage answer may carry escape sequences. Scrubbed here, where every answer is made
+        # (by the fan-out or read back from a saved sweep).
+        self.host = inert_line(self.host)
+        self.detail = inert_line(redact_text(self.detail))
+        if self.payload is not None:
+            self.payload = _scrub_payload(self.payload)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "host": self.host,
@@ -61,6 +73,19 @@ class NodeAnswer:
         return cls(_text(data.get("host")), state,
                    dict(payload) if isinstance(payload, Mapping) else None,
                    _text(data.get("detail")), _number(data.get("duration_s")))
+
+
+def _scrub_payload(value: Any, depth: int = 0) -> Any:
+    """A node's JSON with every string (keys too) redacted and made inert."""
+    if depth > 32:
+        return None
+    if isinstance(value, str):
+        return inert(redact_text(value))
+    if isinstance(value, dict):
+        return {inert_line(str(k)): _scrub_payload(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub_payload(v, depth + 1) for v in value]
+    return value
 
 
 @dataclass

@@ -83,7 +83,7 @@ def _print_table(results: list[ProbeResult], verbose: bool, include_raw: bool) -
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.nodes or args.job:
+    if args.nodes is not None or args.job:  # `--nodes ''` is a usage error, not "local"
         from trainmedic.commands.probe_nodes import run_nodes
 
         if args.timeout is not None:  # it would be silently ignored on the nodes

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trainmedic.errors import UsageError
+from trainmedic.textsafe import inert_line
 
 if TYPE_CHECKING:
     from trainmedic.probes.base import ProbeResult
@@ -27,11 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run the probes now and report their results (replacing saved ones)")
     parser.add_argument("--json", action="store_true", help="the report's data as JSON")
     parser.add_argument("--list", action="store_true", help="list saved walks, newest first")
+    parser.add_argument("--force", action="store_true",
+                        help="with -o: replace an existing file that trainmedic did not write")
 
 
 def _warn_skipped(skipped: Iterable[Skipped]) -> None:
     for item in skipped:
-        print(f"trainmedic: warning: {item}", file=sys.stderr)
+        print(f"trainmedic: warning: {inert_line(str(item))}", file=sys.stderr)
 
 
 def _list(as_json: bool) -> int:
@@ -48,9 +51,10 @@ def _list(as_json: bool) -> int:
         print()
     elif not rows:
         print("no saved walks", file=sys.stderr)
-    for row in [] if as_json else rows:
+    for row in [] if as_json else rows:  # saved files are data: a crafted one holds anything
         done = "fix reached" if row["finished"] else "unfinished"
-        print(f"{row['id']}  {row['tree']}  {row['updated']}  {row['steps']} step(s), {done}")
+        print(inert_line(f"{row['id']}  {row['tree']}  {row['updated']}  ")
+              + f"{row['steps']} step(s), {done}")
     return 0
 
 
@@ -83,15 +87,16 @@ def run(args: argparse.Namespace) -> int:
         fresh = run_probes(None, saved.record.probe_context())
     forest = load_forest(args.trees)  # a report must work even while some tree has errors
     if args.json:
-        text = json.dumps(build_report(saved.record, forest, repo=repo, fresh_probes=fresh),
-                          indent=2, ensure_ascii=False) + "\n"
+        data = {"generated_by": "trainmedic report",
+                **build_report(saved.record, forest, repo=repo, fresh_probes=fresh)}
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     else:
         text = render_report(saved.record, forest, repo=repo, fresh_probes=fresh)
     if args.output:
-        try:
-            Path(args.output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"{args.output}: cannot write: {exc.strerror or exc}") from None
+        from trainmedic.safefile import write_output
+
+        # 0600: a report holds host names, the launch command and log lines
+        write_output(Path(args.output), text, force=args.force, private=True)
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)

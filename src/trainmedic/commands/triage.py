@@ -1,7 +1,9 @@
 """`trainmedic triage LOG ... [--json]`: name what went wrong and the tree node to continue from.
 
 Exit status: 1 when findings exist (the check found problems), 0 when the logs look clean,
-2 on unreadable input. Never imports Textual; rich only when printing for a human.
+2 on unreadable input, and 2 when nothing was found but some input could only be read in part
+(binary data, a decompression bomb): "clean" must never mean "not read". Never imports Textual;
+rich only when printing for a human.
 """
 
 from __future__ import annotations
@@ -31,7 +33,11 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         _print_human(report, show_all=args.all)
-    return 1 if report.findings else 0
+    for note in report.notes:  # made inert by the scanner
+        print(f"trainmedic: warning: {note}", file=sys.stderr)
+    if report.findings:
+        return 1
+    return 2 if report.notes else 0
 
 
 def _print_human(report, *, show_all: bool) -> None:
@@ -71,5 +77,14 @@ def _print_loss(console, report, escape) -> None:
     from trainmedic.triage.sparkline import sparkline
 
     line = sparkline([v for _s, v in loss.points], width=60)
-    console.print(f"loss ({loss.source}, {loss.count} points, steps {loss.first_step}.."
+    what = ", ".join(x for x in (loss.source, loss.framework if loss.framework != loss.source
+                                 else None) if x)
+    every = f", every {loss.log_interval} steps" if loss.log_interval > 1 else ""
+    console.print(f"loss ({what}, {loss.count} points{every}, steps {loss.first_step}.."
                   f"{loss.last_step}): {escape(line)}")
+    if loss.recoveries:
+        rec = loss.recoveries[0]
+        how = f"{rec.text}: {rec.command}" if rec.command else rec.text
+        console.print(f"way back ({rec.framework}): {escape(how)}")
+        for note in rec.notes:
+            console.print(f"  [dim]{escape(note)}[/]")

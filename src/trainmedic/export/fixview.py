@@ -96,6 +96,7 @@ class FromLog:
     where: str
     values: tuple[KnownValue, ...] = ()
     commands: tuple[StepView, ...] = ()
+    advice: str = ""  # triage's words for the way back (on the fix the finding leads to)
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,8 @@ def fix_view(fix: Fix, ref: str, known: KnownFromLog | None = None) -> FixView:
     if known and (known.link == ref or used):
         values = known.values if known.link == ref else tuple(
             v for v in known.values if v.name in used)
-        from_log = FromLog(known.where, values, tuple(log_commands))
+        from_log = FromLog(known.where, values, tuple(log_commands),
+                           known.advice if known.link == ref else "")
     return FixView(
         ref=ref, title=str(fix.fix), why=str(fix.why),
         target=target_text(own) if own is not None else None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainmedic.redact import redact_text
 from trainmedic.trees import Fix, Forest, Question, Tree
 
 SAFE_CHARS = frozenset(
@@ -43,7 +44,8 @@ def escape_label(text: str) -> str:
 
 
 def quoted(text: str, limit: int) -> str:
-    return '"' + escape_label(shorten(text, limit)) + '"'
+    # redacted before it is shortened and encoded: either would hide a secret from the patterns
+    return '"' + escape_label(shorten(redact_text(text), limit)) + '"'
 
 
 @dataclass(frozen=True)

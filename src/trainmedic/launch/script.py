@@ -14,6 +14,7 @@ from pathlib import Path
 
 from trainmedic.errors import UsageError
 from trainmedic.launch.shell import UNKNOWN, Command, ScriptSyntaxError, interpret
+from trainmedic.safefile import TooLarge, read_bounded
 
 MAX_SCRIPT_BYTES = 8 * 1024 * 1024
 _NOT_LAUNCHERS = {"echo", "printf", "cat", "tee", "grep", "sed", "awk", "ls", "cp", "rm", "mkdir"}
@@ -36,13 +37,12 @@ class TrainingCommand:
 
 def read_script(path: str) -> str:
     """The text of a launch script, or a one-line error for unreadable/binary/empty files."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_SCRIPT_BYTES + 1)
+    try:  # a regular file only: a FIFO would block forever
+        data = read_bounded(path, MAX_SCRIPT_BYTES)
+    except TooLarge:
+        raise UsageError(f"{path}: larger than 8 MiB; not a launch script") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_SCRIPT_BYTES:
-        raise UsageError(f"{path}: larger than 8 MiB; not a launch script")
     if b"\x00" in data:
         raise UsageError(f"{path}: binary file, not a launch script")
     try:

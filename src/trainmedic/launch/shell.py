@@ -5,11 +5,19 @@ arithmetic, arrays (`ARGS=( ... )`, `ARGS+=( ... )`, `"${ARGS[@]}"`), multi-line
 `if` blocks over those variables. We interpret that subset statically: nothing is executed,
 command substitutions `$(...)` become UNKNOWN, and an `if` we cannot decide takes its first
 branch (noted). The result is the list of simple commands with their expanded argv.
+
+A script is untrusted input, so every step is bounded: a value or array may not grow past
+MAX_VALUE / MAX_ITEMS (`A="$A$A"` forty times), a script may expand MAX_EXPANSION characters in
+all, arithmetic wraps to 64 bits as bash's does (a tower of powers stays small), `if`/`case`
+nest at most MAX_NESTING deep, a script holds at most MAX_COMMANDS commands, and nesting deeper
+than Python's stack is an error, not a traceback. Line numbers come from a table, not by
+counting newlines from the top for every command.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import fnmatch
 import operator
 import re
@@ -18,6 +26,14 @@ from dataclasses import dataclass, field
 from trainmedic.errors import UsageError
 
 UNKNOWN = "\u27e8unknown\u27e9"  # a value the script computes at run time
+MAX_VALUE = 1 << 20  # characters in one variable
+MAX_ITEMS = 100_000  # items in one array
+MAX_EXPANSION = 64 << 20  # characters all expansions of one script may produce
+MAX_NESTING = 256  # open `if` / `case` blocks
+MAX_COMMANDS = 200_000
+_PLAIN_WORD = re.compile(r"[^\\ \t\r\n<#'\"`$;&|()]+")  # characters that are never special
+_PLAIN_EXPAND = re.compile(r"[^\\'\"`$]+")
+_PLAIN_DOUBLE = re.compile(r"[^\\`$]+")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\+?)=")
 _KEYWORDS_SKIP = {"then", "else", "do", "done", "{", "}", "esac", "in", "time", "!"}
@@ -69,9 +85,12 @@ class Lexer:
         self.n = len(text)
         self.ended_case_branch = False
         self.heredocs: list[tuple[str, bool]] = []
+        self._newlines: list[int] | None = None
 
     def line_at(self, index: int) -> int:
-        return self.s.count("\n", 0, index) + 1
+        if self._newlines is None:  # built once: counting from the top each time is quadratic
+            self._newlines = [m.start() for m in re.finditer("\n", self.s)]
+        return bisect.bisect_left(self._newlines, index) + 1
 
     def commands(self) -> list[tuple[int, list[Token]]]:
         out: list[tuple[int, list[Token]]] = []
@@ -97,6 +116,9 @@ class Lexer:
                 expect_pattern.pop()
             if tokens:
                 out.append((self.line_at(start), tokens))
+                if len(out) > MAX_COMMANDS:
+                    raise ScriptSyntaxError(f"more than {MAX_COMMANDS} commands; not a launch "
+                                            "script")
             if self.ended_case_branch and expect_pattern:
                 out.append((self.line_at(start), [CaseEnd()]))
                 expect_pattern[-1] = True
@@ -143,12 +165,19 @@ class Lexer:
         s = self.s
         tokens: list[Token] = []
         word: str | None = None
+        pieces: list[str] = []  # the current word is "".join(pieces) (no quadratic +=)
 
         def end_word() -> None:
             nonlocal word
             if word is not None:
-                tokens.append(word)
+                tokens.append("".join(pieces))
                 word = None
+                pieces.clear()
+
+        def add(piece: str) -> None:
+            nonlocal word
+            word = ""
+            pieces.append(piece)
 
         while self.i < self.n:
             c = s[self.i]
@@ -160,7 +189,7 @@ class Lexer:
                     self.i = m.end()
                     self._skip_comment_lines()
                     continue
-                word = (word or "") + s[self.i : self.i + 2]
+                add(s[self.i : self.i + 2])
                 self.i += 2
                 continue
             if c in " \t\r":
@@ -189,35 +218,36 @@ class Lexer:
                 end = s.find("'", self.i + 1)
                 if end < 0:
                     raise ScriptSyntaxError(f"line {self.line_at(self.i)}: unterminated ' quote")
-                word = (word or "") + s[self.i : end + 1]
+                add(s[self.i : end + 1])
                 self.i = end + 1
                 continue
             if c == '"':
                 end = self._scan_double(self.i)
-                word = (word or "") + s[self.i : end]
+                add(s[self.i : end])
                 self.i = end
                 continue
             if c == "`":
                 end = self._scan_backtick(self.i)
-                word = (word or "") + s[self.i : end]
+                add(s[self.i : end])
                 self.i = end
                 continue
             if c == "$" and s[self.i + 1 : self.i + 2] in ("(", "{"):
                 end = self._scan_dollar(self.i)
-                word = (word or "") + s[self.i : end]
+                add(s[self.i : end])
                 self.i = end
                 continue
             if array and c == ")":
                 end_word()
                 self.i += 1
                 return tokens
-            if c == "(" and word is not None and _ASSIGN.fullmatch(word):
-                m = _ASSIGN.fullmatch(word)
+            if c == "(" and word is not None and _ASSIGN.fullmatch("".join(pieces)):
+                m = _ASSIGN.fullmatch("".join(pieces))
                 assert m is not None
                 self.i += 1
                 items = self._read(array=True)
                 tokens.append(ArrayAssign(m.group(1), bool(m.group(2)), [str(t) for t in items]))
                 word = None
+                pieces.clear()
                 continue
             if c in ";&|()":
                 two = s[self.i : self.i + 2]
@@ -235,8 +265,9 @@ class Lexer:
                 if two == ";;":
                     self.ended_case_branch = True
                 return tokens
-            word = (word or "") + c
-            self.i += 1
+            plain = _PLAIN_WORD.match(s, self.i)
+            add(plain.group() if plain else c)
+            self.i = plain.end() if plain else self.i + 1
         end_word()
         if array:
             raise ScriptSyntaxError(f"line {self.line_at(self.n)}: unterminated array ( ... )")
@@ -312,16 +343,25 @@ _ARITH_OPS = {
 
 def _arith(node: ast.AST) -> int:
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
-        return node.value
+        return _int64(node.value)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
         value = _arith(node.operand)
         return -value if isinstance(node.op, ast.USub) else value
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITH_OPS:
         left, right = _arith(node.left), _arith(node.right)
-        if isinstance(node.op, ast.Pow) and abs(right) > 64:
-            raise ValueError("exponent too large")
-        return _ARITH_OPS[type(node.op)](left, right)
+        if isinstance(node.op, ast.Pow):
+            if right < 0 or right > 64:
+                raise ValueError("exponent out of range")
+            return _int64(pow(left, right, 1 << 64))
+        return _int64(_ARITH_OPS[type(node.op)](left, right))
     raise ValueError("unsupported arithmetic")
+
+
+def _int64(value: int) -> int:
+    """bash's arithmetic is 64-bit signed and wraps: so does ours, and nothing grows."""
+    if not isinstance(value, int):
+        raise ValueError("not an integer")
+    return (value + (1 << 63)) % (1 << 64) - (1 << 63)
 
 
 @dataclass
@@ -335,6 +375,7 @@ class Shell:
     notes: list[str] = field(default_factory=list)
     positional: list[str] = field(default_factory=list)
     _depth: int = 0
+    _produced: int = 0  # characters produced by expansions so far (MAX_EXPANSION)
 
     # ---- expansion
     def lookup(self, name: str) -> str | None:
@@ -402,6 +443,14 @@ class Shell:
 
     def _dollar(self, raw: str, i: int) -> tuple[list[str] | str, int]:
         """Expand the `$...` at raw[i]; returns (value, index after it)."""
+        value, end = self._dollar_value(raw, i)
+        self._produced += len(value) if isinstance(value, str) else sum(map(len, value))
+        if self._produced > MAX_EXPANSION:
+            raise ScriptSyntaxError(f"the script expands to more than {MAX_EXPANSION >> 20} MiB "
+                                    "of text; not a launch script")
+        return value, end
+
+    def _dollar_value(self, raw: str, i: int) -> tuple[list[str] | str, int]:
         nxt = raw[i + 1 : i + 2]
         if raw.startswith("$((", i):
             end = Lexer(raw)._scan_dollar(i)
@@ -480,9 +529,10 @@ class Shell:
                 else:
                     push_split(value)
             else:
-                cur += c
+                plain = _PLAIN_EXPAND.match(raw, i)
+                cur += plain.group() if plain else c
                 has = True
-                i += 1
+                i = plain.end() if plain else i + 1
         if has:
             fields.append(cur)
         return fields
@@ -510,8 +560,9 @@ class Shell:
                 else:
                     out[-1] += value
             else:
-                out[-1] += c
-                i += 1
+                plain = _PLAIN_DOUBLE.match(inner, i)
+                out[-1] += plain.group() if plain else c
+                i = plain.end() if plain else i + 1
         return out
 
     def expand_string(self, raw: str) -> str:
@@ -543,8 +594,9 @@ class Shell:
                 value, i = self._dollar(raw, i)
                 cur += " ".join(value) if isinstance(value, list) else value
             else:
-                cur += c
-                i += 1
+                plain = _PLAIN_EXPAND.match(raw, i)
+                cur += plain.group() if plain else c
+                i = plain.end() if plain else i + 1
         fields.append(cur)
         return fields
 
@@ -652,6 +704,8 @@ class Shell:
         if head == "elif" and stack and stack[-1][1]:
             stack[-1][0] = False
             return
+        if head == "if" and len(stack) >= MAX_NESTING:
+            raise ScriptSyntaxError(f"line {line}: blocks nest more than {MAX_NESTING} deep")
         value = self._condition(cond) if parent else False
         if value is None:
             self.notes.append(f"line {line}: could not decide an `if`; took its branch")
@@ -667,6 +721,8 @@ class Shell:
             if stack:
                 stack.pop()
             return
+        if len(stack) >= MAX_NESTING:
+            raise ScriptSyntaxError(f"line {line}: blocks nest more than {MAX_NESTING} deep")
         parent = all(frame[0] for frame in stack)
         word = self.expand_string(rest[0]) if rest and isinstance(rest[0], str) else UNKNOWN
         if UNKNOWN in word and parent:
@@ -702,6 +758,9 @@ class Shell:
                     self.arrays.setdefault(tok.name, []).extend(items)
                 else:
                     self.arrays[tok.name] = items
+                if len(self.arrays[tok.name]) > MAX_ITEMS:
+                    raise ScriptSyntaxError(f"line {line}: array {tok.name} grows past "
+                                            f"{MAX_ITEMS} items; not a launch script")
                 self.vars.pop(tok.name, None)
                 words = words[1:]
                 continue
@@ -722,6 +781,9 @@ class Shell:
                     words = words[1:]
                     continue
                 value = self.vars.get(name, "") + value
+            if len(value) > MAX_VALUE:
+                raise ScriptSyntaxError(f"line {line}: {name} grows past {MAX_VALUE >> 20} MiB; "
+                                        "not a launch script")
             self.vars[name] = value
             self.arrays.pop(name, None)
             if declare:
@@ -770,5 +832,8 @@ def interpret(
     variables = dict(env or {})
     variables.update({str(k): value for k, value in enumerate(positional, 1)})
     shell = Shell(vars=variables, positional=positional)
-    shell.run(text)
+    try:
+        shell.run(text)
+    except RecursionError:
+        raise ScriptSyntaxError("substitutions nest too deep; not a launch script") from None
     return shell

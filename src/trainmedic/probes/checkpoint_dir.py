@@ -16,7 +16,14 @@ import re
 from dataclasses import dataclass
 
 from trainmedic.errors import TrainmedicError
-from trainmedic.probes.base import Budget, ProbeResult, Status, unavailable
+from trainmedic.probes.base import (
+    NO_CONTEXT,
+    Budget,
+    ProbeContext,
+    ProbeResult,
+    Status,
+    unavailable,
+)
 from trainmedic.probes.subproc import CmdResult, run_cmd
 
 NAME = "checkpoint-dir"
@@ -138,7 +145,7 @@ def save_dir_from_script(text: str, environ: dict[str, str] | None = None) -> st
     `--save $BASE/ckpt` into `/ckpt`: a value that depends on a variable neither set in the
     script nor in `environ`, or on the script's own arguments ($1...), is refused instead.
     """
-    from trainmedic.memory.shell import UNKNOWN, interpret
+    from trainmedic.launch.shell import UNKNOWN, interpret
 
     env = dict(os.environ if environ is None else environ)
     raw = _RAW_SAVE.findall(text)
@@ -163,19 +170,27 @@ def save_dir_from_script(text: str, environ: dict[str, str] | None = None) -> st
     return value
 
 
-def locate() -> tuple[str | None, str]:
-    """(directory, where it came from), or (None, why there is none)."""
+def locate(context: ProbeContext = NO_CONTEXT) -> tuple[str | None, str]:
+    """(directory, where it came from), or (None, why there is none).
+
+    The walk's launch command (pasted in the app, or given to the walk) wins over
+    TRAINMEDIC_LAUNCH_SCRIPT, as it does for the memory probe.
+    """
     given = os.environ.get(SAVE_DIR_ENV, "").strip()
     if given:
         return given, SAVE_DIR_ENV
-    script = os.environ.get(SCRIPT_ENV, "").strip()
-    if not script:
-        return None, (f"no checkpoint directory: set {SAVE_DIR_ENV}=DIR, or "
-                      f"{SCRIPT_ENV}=launch.sh with --save/--output_dir in it")
-    from trainmedic.memory.launch_script import read_script
+    from trainmedic.launch.script import read_launch_text, read_script
 
+    script = os.environ.get(SCRIPT_ENV, "").strip()
     try:
-        found = save_dir_from_script(read_script(script))
+        if context.launch_command.strip():
+            text, script = read_launch_text(context.launch_command)
+        elif script:
+            text = read_script(script)
+        else:
+            return None, (f"no checkpoint directory: set {SAVE_DIR_ENV}=DIR, or "
+                          f"{SCRIPT_ENV}=launch.sh with --save/--output_dir in it")
+        found = save_dir_from_script(text)
     except TrainmedicError as exc:
         return None, str(exc)
     if not found:
@@ -227,7 +242,7 @@ def _nearest_existing(path: str, budget: Budget) -> tuple[str, CmdResult]:
         res = _df(current, False, budget)
         missing = "No such file or directory" in res.stderr
         parent = os.path.dirname(current.rstrip("/")) or "/"
-        if not missing or parent == current or budget.expired():
+        if not missing or parent == current or budget.remaining() <= 0:
             return current, res
         current = parent
 
@@ -292,8 +307,8 @@ def build_result(path: str, source: str, blocks: DfRow | None, inodes: DfRow | N
     return ProbeResult(NAME, status, summary, facts, raw, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
-    path, source = locate()
+def probe(budget: Budget, context: ProbeContext = NO_CONTEXT) -> ProbeResult:
+    path, source = locate(context)
     if path is None:
         return unavailable(NAME, source)
     path = os.path.abspath(os.path.expanduser(path))  # no symlink resolution: it could block
@@ -319,7 +334,7 @@ def probe(budget: Budget) -> ProbeResult:
         kind = ""
     exists = checked == path
     state = CheckpointState()
-    if exists and not budget.expired():
+    if exists and not budget.remaining() <= 0:
         with contextlib.suppress(OSError):
             state = read_state(path, os.listdir(path))
     return build_result(path, source, row_for(rows, checked), row_for(inode_rows, checked),

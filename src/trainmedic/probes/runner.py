@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from trainmedic.probes.base import NO_CONTEXT, Budget, Probe, ProbeContext, ProbeResult
 from trainmedic.probes.registry import PROBES, ProbeSpec
 from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert
 
 # What front ends and the walk call to run probes: `run_probes`, or a stand-in in tests.
 ProbeRunner = Callable[[Sequence[str] | None, ProbeContext], list[ProbeResult]]
@@ -38,20 +39,25 @@ def _timeout_override(timeout: float | None) -> float | None:
     return value if value > 0 else None
 
 
+def _clean(text: str) -> str:
+    return inert(redact_text(text))
+
+
 def _scrub_fact(value: object) -> object:
     if isinstance(value, str):
-        return redact_text(value)
+        return _clean(value)
     if isinstance(value, list):
-        return [redact_text(v) if isinstance(v, str) else v for v in value]
+        return [_clean(v) if isinstance(v, str) else v for v in value]
     return value
 
 
 def _scrub(result: ProbeResult) -> ProbeResult:
-    """Every text a probe returns is redacted here, once, whatever the probe forgot: facts
-    travel too (saved walks, `--json`, the cluster fan-out), not only the human lines."""
-    result.raw = redact_text(result.raw)
-    result.summary = redact_text(result.summary)
-    result.evidence = {k: redact_text(v) for k, v in result.evidence.items()}
+    """Every text a probe returns is redacted and made inert here, once, whatever the probe
+    forgot: facts travel too (saved walks, `--json`, the cluster fan-out), not only the human
+    lines, and a tool's output (an environment variable, a device name) may hold escapes."""
+    result.raw = _clean(result.raw)
+    result.summary = _clean(result.summary)
+    result.evidence = {k: _clean(v) for k, v in result.evidence.items()}
     result.facts = {k: _scrub_fact(v) for k, v in result.facts.items()}
     return result
 

@@ -15,7 +15,14 @@ import re
 import signal
 from dataclasses import dataclass
 
-from trainmedic.probes.base import Budget, ProbeResult, Status, unavailable
+from trainmedic.probes.base import (
+    NO_CONTEXT,
+    Budget,
+    ProbeContext,
+    ProbeResult,
+    Status,
+    unavailable,
+)
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "slurm-job"
@@ -164,7 +171,8 @@ def build_result(job_id: str, fields: dict[str, str], script: ScriptDirectives |
     return ProbeResult(NAME, status, summary, facts, raw, evidence=evidence)
 
 
-def probe(budget: Budget) -> ProbeResult:
+def probe(budget: Budget, context: ProbeContext = NO_CONTEXT) -> ProbeResult:
+    del context  # the job is read from SLURM_JOB_ID, not from the walk
     job_id = next((v.strip() for v in (os.environ.get(k, "") for k in JOB_ENV) if v.strip()), "")
     if not job_id:
         return unavailable(NAME, "not inside a Slurm job (SLURM_JOB_ID is not set; export it "

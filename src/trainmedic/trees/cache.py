@@ -5,9 +5,10 @@ messages, and the loader's own source files are all unchanged; anything else (a 
 read-only home, `TRAINMEDIC_NO_CACHE=1`) falls back to parsing. Parsing is the truth: the cache
 only remembers its result.
 
-The entries are pickles, which can run code when loaded; that is safe here only because the
-folder is the user's own (created 0700 under their cache folder) and holds nothing anyone else
-writes: the same trust as the Python files trainmedic itself runs from.
+Entries are pickles, and unpickling runs code: an entry is only read when it, its folder and the
+folder above are owned by this user and writable by nobody else (a shared or planted
+`XDG_CACHE_HOME` is simply not used). Pickle rather than JSON because the model holds `Text`
+subclasses, rules and source lines that JSON would need a second, drifting serializer for.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import stat
 import tempfile
 from pathlib import Path
 
@@ -36,22 +38,27 @@ def load_cached(path: Path, shown: str) -> tuple[Tree | None, list[Problem]]:
     if os.environ.get("TRAINMEDIC_NO_CACHE"):
         return load_tree_file(path, shown)
     try:
-        stat = path.stat()
+        info = path.stat()
         real = str(path.resolve())
-        key = (_FORMAT, _code_stamp(), real, shown, stat.st_mtime_ns, stat.st_size)
+        key = (_FORMAT, _code_stamp(), real, shown, info.st_mtime_ns, info.st_size)
     except OSError:
         return load_tree_file(path, shown)
     entry = tree_cache_dir() / (hashlib.sha1(f"{real}\0{shown}".encode()).hexdigest() + ".pickle")
     try:
-        with entry.open("rb") as handle:
-            stored_key, result = pickle.load(handle)
-        if stored_key == key:
-            return result
+        if _private(entry.parent.parent) and _private(entry.parent):
+            fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+            with os.fdopen(fd, "rb") as handle:
+                if _private_stat(os.fstat(handle.fileno())):
+                    stored_key, result = pickle.load(handle)
+                    if stored_key == key:
+                        return result
     except Exception:  # a missing, stale or corrupt entry is simply re-made
         pass
     result = load_tree_file(path, shown)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not (_private(entry.parent.parent) and _private(entry.parent)):
+            return result  # never write where others could swap the entry
         fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             pickle.dump((key, result), handle, protocol=pickle.HIGHEST_PROTOCOL)
@@ -59,3 +66,18 @@ def load_cached(path: Path, shown: str) -> tuple[Tree | None, list[Problem]]:
     except OSError:
         pass
     return result
+
+
+def _private_stat(info: os.stat_result) -> bool:
+    """Owned by this user, writable by nobody else (always true where there are no owners)."""
+    if not hasattr(os, "geteuid"):
+        return True
+    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _private(folder: Path) -> bool:
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and _private_stat(info)

@@ -413,8 +413,9 @@ def load_tree_file(path: Path, shown: str | None = None) -> tuple[Tree | None, l
     """Load one tree file; problems are returned, never raised."""
     shown = shown or str(path)
     data, problems = read_yaml(path, shown)
-    if problems:
+    if data is None:
         return None, problems
     builder = _Builder(shown)
+    builder.problems.extend(problems)  # control characters: the tree is built from inert text
     tree = builder.tree(data)
     return tree, builder.problems

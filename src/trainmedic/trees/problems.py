@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from trainmedic.textsafe import inert_line
+
 
 @dataclass(frozen=True, order=True)
 class Problem:
@@ -14,7 +16,8 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.severity}: {self.message}"
+        # a file name from a folder of trees is untrusted text too; messages quote tree keys
+        return inert_line(f"{self.file}:{self.line}: {self.severity}: {self.message}")
 
     def to_dict(self) -> dict[str, object]:
         return {

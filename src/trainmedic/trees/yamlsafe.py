@@ -3,6 +3,12 @@
 `yaml.compose` builds only a node graph (no Python objects), and we convert it ourselves: that
 keeps safe_load-level safety, gives every key and list item its line, rejects anchors/aliases
 (so an alias bomb costs nothing), and catches duplicate keys, which PyYAML silently overwrites.
+
+Only a regular file of at most MAX_BYTES is read (a FIFO would block, `/dev/zero` never ends).
+Every string is made inert here, once, as it is loaded (`textsafe.inert`): tree text reaches the
+TUI, `walk --plain`, exports and reports, and no front end can forget it. A control character in
+a tree is never meant (YAML's "\\e" is how an escape sequence gets in), so it is also an error
+that `lint` reports with its line; the tree is still built, from the inert text.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from trainmedic.safefile import TooLarge, read_bounded
+from trainmedic.textsafe import has_controls, inert
 from trainmedic.trees.problems import Problem
 
 MAX_BYTES = 2 * 1024 * 1024  # the largest built-in tree is well under 200 KB
@@ -45,7 +53,11 @@ class YamlError(Exception):
         self.message = message
 
 
-def _convert(node: yaml.Node, seen: set[int]) -> Any:
+def _convert(node: yaml.Node, seen: set[int], controls: list[int] | None = None) -> Any:
+    """Plain data from a node graph; the lines of strings with control characters go to
+    `controls` (the strings themselves are made inert)."""
+    if controls is None:
+        controls = []
     if id(node) in seen:
         raise YamlError(node.start_mark.line + 1, "anchors and aliases are not supported in trees")
     seen.add(id(node))
@@ -61,7 +73,7 @@ def _convert(node: yaml.Node, seen: set[int]) -> Any:
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise YamlError(key_node.start_mark.line + 1, "merge keys (<<) are not supported")
-            key = _convert(key_node, seen)
+            key = _convert(key_node, seen, controls)
             key_line = key_node.start_mark.line + 1
             if not isinstance(key, str):
                 raise YamlError(key_line, f"keys must be strings, not {type(key).__name__}")
@@ -69,7 +81,7 @@ def _convert(node: yaml.Node, seen: set[int]) -> Any:
                 raise YamlError(
                     key_line, f"duplicate key '{key}' (first at line {out.key_lines[key]})"
                 )
-            out[key] = _convert(value_node, seen)
+            out[key] = _convert(value_node, seen, controls)
             out.key_lines[key] = key_line
             if isinstance(value_node, yaml.ScalarNode):
                 block = value_node.style in ("|", ">")
@@ -80,13 +92,16 @@ def _convert(node: yaml.Node, seen: set[int]) -> Any:
         items.line = line
         items.item_lines = []
         for item in node.value:
-            items.append(_convert(item, seen))
+            items.append(_convert(item, seen, controls))
             items.item_lines.append(item.start_mark.line + 1)
         return items
     if node.tag == "tag:yaml.org,2002:null":
         return None
     # Every value of the format is text: keep what was written, so `text: Yes` stays "Yes"
     # instead of YAML 1.1's boolean, and `title: 42` is the text "42".
+    if has_controls(node.value):
+        controls.append(line)
+        return inert(node.value)
     return node.value
 
 
@@ -118,11 +133,10 @@ def read_yaml(path: Path, shown: str) -> tuple[Any, list[Problem]]:
         return None, [Problem(shown, line, "error", message)]
 
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            return fail(1, f"file is {size / 1e6:.1f} MB; a tree file may be at most "
-                           f"{MAX_BYTES // (1024 * 1024)} MB")
-        data = path.read_bytes()
+        data = read_bounded(path, MAX_BYTES)
+    except TooLarge as exc:
+        return fail(1, f"file is {exc.size / 1e6:.1f} MB; a tree file may be at most "
+                       f"{MAX_BYTES // (1024 * 1024)} MB")
     except OSError as exc:
         return fail(1, f"cannot read: {exc.strerror or exc}")
     try:
@@ -148,11 +162,15 @@ def read_yaml(path: Path, shown: str) -> tuple[Any, list[Problem]]:
         return fail(1, "YAML nesting is too deep")
     if node is None:
         return fail(1, "file holds no YAML document")
+    controls: list[int] = []
     try:
-        return _convert(node, set()), []
+        data = _convert(node, set(), controls)
     except YamlError as exc:
         if exc.message.startswith("anchors"):
             return fail(_first_alias_line(text) or exc.line, exc.message)
         return fail(exc.line, exc.message)
     except RecursionError:
         return fail(1, "YAML nesting is too deep")
+    return data, [Problem(shown, line, "error", "control character in the text (an escape "
+                          "sequence?); it is shown as a visible escape")
+                  for line in sorted(set(controls))]

@@ -45,12 +45,13 @@ class KnownFromLog:
     where: str = ""  # the log line the finding quotes first: "rank1.log:2"
     values: tuple[KnownValue, ...] = ()
     commands: tuple[LogCommand, ...] = ()
+    advice: str = ""  # triage's own words for the way back, when it planned one
 
     def get(self, name: str) -> KnownValue | None:
         return next((v for v in self.values if v.name == name), None)
 
     def __bool__(self) -> bool:
-        return bool(self.values or self.commands)
+        return bool(self.values or self.commands or self.advice)
 
 
 NOTHING = KnownFromLog()
@@ -74,15 +75,13 @@ def known_from(triage: TriageAttachment | None) -> KnownFromLog:
     details = finding.details
     recovery = details.get("recovery")
     commands: list[LogCommand] = []
-    if isinstance(recovery, Mapping):  # triage built the way back for the log's framework
+    advice = ""
+    if isinstance(recovery, Mapping):  # triage planned the way back for the log's framework
         add("ITERATION", _int(recovery.get("checkpoint")),
             "the last checkpoint the log says was saved before the trouble")
-        command = recovery.get("command")
-        if isinstance(command, str) and command.strip():
-            framework = str(recovery.get("framework") or "")
-            text = str(recovery.get("text") or "the way back triage computed for this log")
-            lead = f"{framework}: " if framework and framework != "unknown" else ""
-            commands.append(LogCommand(lead + text, command.strip()))
+        add("CKPT_DIR", recovery.get("checkpoint_path"), "where the log says it was saved")
+        advice = str(recovery.get("text") or "")
+        commands = _recovery_commands(recovery)
     spike = details.get("spike")
     if isinstance(spike, Mapping):
         add("ITERATION", _int(spike.get("checkpoint_before")),
@@ -98,7 +97,43 @@ def known_from(triage: TriageAttachment | None) -> KnownFromLog:
         add("BUS_ID", pci[0], "the PCI bus of the GPU that raised the Xid")
     if len(finding.ranks) == 1:
         add("RANK", finding.ranks[0], "the rank the log names")
-    return KnownFromLog(finding.link, _where(finding), tuple(values.values()), tuple(commands))
+    return KnownFromLog(finding.link, _where(finding), tuple(values.values()), tuple(commands),
+                        advice)
+
+
+def _recovery_commands(recovery: Mapping[str, object]) -> list[LogCommand]:
+    """The command triage wrote for the log's framework; for a Megatron log that does not say
+    which Megatron wrote it, the command of each (as the recovery's own text names them)."""
+    command = recovery.get("command")
+    framework = str(recovery.get("framework") or "")
+    if isinstance(command, str) and command.strip():
+        name = FRAMEWORKS.get(framework, framework)
+        return [LogCommand(f"{name}: the way back triage planned for this log"
+                           if name and framework != "unknown" else
+                           "The way back triage planned for this log", command.strip())]
+    skip = recovery.get("skip")
+    ranges = [(a, b) for a, b in (r for r in skip if isinstance(r, list | tuple) and len(r) == 2)
+              if isinstance(a, int) and isinstance(b, int)] if isinstance(skip, list) else []
+    if framework != "megatron" or not ranges:
+        return []
+    from trainmedic.triage.loss.recovery import megatron_lm_skip_values, merge_ranges
+
+    checkpoint = _int(recovery.get("checkpoint"))
+    folder = recovery.get("checkpoint_path") or "$CKPT_DIR"
+    load = f"--load {folder}"
+    step = f" --ckpt-step {checkpoint}" if checkpoint is not None else ""
+    spans = " ".join(f"{a}-{b}" for a, b in merge_ranges(ranges))
+    return [
+        LogCommand("If NVIDIA Megatron-LM (core 0.12+) wrote the log: resume and skip",
+                   f"{load}{step} --iterations-to-skip {megatron_lm_skip_values(ranges)}"),
+        LogCommand("If a Megatron-DeepSpeed fork wrote it: resume and skip",
+                   f"{load} --skip-train-iteration-range {spans}"),
+    ]
+
+
+FRAMEWORKS = {"megatron-lm": "NVIDIA Megatron-LM", "megatron-deepspeed": "Megatron-DeepSpeed",
+              "hf-trainer": "Hugging Face Trainer", "deepspeed": "DeepSpeed",
+              "lightning": "Lightning", "nemo": "NeMo", "torchtitan": "torchtitan"}
 
 
 def _where(finding: Finding) -> str:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from trainmedic.triage.loss_series import LossAnalysis
+    from trainmedic.triage.loss.model import LossAnalysis
 
 NO_ORDER = (1 << 30, 0)  # sorts after every position a scanner records
 _WHERE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+): (?P<text>.*)$", re.DOTALL)
@@ -133,6 +133,7 @@ class TriageReport:
     ranks: dict[str, Any]
     files: list[str]
     candidate_lines: int = 0
+    notes: list[str] = field(default_factory=list)  # sources read only in part, and why
 
     @property
     def top(self) -> Finding | None:
@@ -145,5 +146,6 @@ class TriageReport:
             "ranks": self.ranks,
             "files": self.files,
             "candidate_lines": self.candidate_lines,
+            "notes": self.notes,
             "next": self.top.walk_command if self.top else None,
         }

@@ -2,13 +2,21 @@
 
 Only *candidate* lines (those containing a prefilter needle) ever reach Python-level parsing.
 Two interchangeable prefilters yield `(line_number, raw_bytes)`:
-- `grep -F` (Aho-Corasick in C) on plain files: a multi-GB log goes at grep's own speed;
+- `grep -E` (a DFA in C) on plain files: a multi-GB log goes at grep's own speed;
 - a chunked pure-Python pass (one combined bytes regex over 1 MiB blocks) for `.gz`, stdin,
   pasted text, or when grep is missing. Both read in binary, in bounded blocks, never whole files.
+
+Hostile input stays bounded. grep holds a whole line in memory, so it runs under an address-space
+limit; a file whose line is too long for it is finished by the Python pass, which cuts "lines" at
+`MAX_LINE`. Streams piped into grep get a line break every `MAX_LINE` bytes (line numbers are
+mapped back). `NO_BREAK` bytes without any line break (`/dev/zero`, a disk image) end the scan of
+that source, and a `.gz` that inflates beyond `GZ_MAX_RATIO` times its size (a decompression bomb)
+or beyond `GZ_MAX_BYTES` too: both raise `InputCut`, which the scanner reports as a note.
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import io
 import os
@@ -18,18 +26,35 @@ import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from trainmedic.errors import UsageError
 
 CHUNK = 1 << 20
 GREP_MIN_BYTES = 256 << 10  # below this, starting grep costs more than scanning in Python
 MAX_LINE = 8 << 20  # a "line" without a newline longer than this is cut (progress bars)
+NO_BREAK = 32 << 20  # this many bytes without \n or \r: not a text log, stop reading it
+GREP_MAX_MEMORY = 64 << 20  # address space for grep; lines it cannot hold go to Python
+GZ_MAX_RATIO = 250  # real logs compress 10-100x; a bomb ~1000x
+GZ_RATIO_AFTER = 256 << 20  # the ratio is only judged after this much output
+GZ_MAX_BYTES = 64 << 30
 SKIP_SUFFIXES = (".pt", ".pth", ".pkl", ".bin", ".safetensors", ".npy", ".npz", ".png", ".jpg",
                  ".jpeg", ".so", ".whl", ".zip", ".tar", ".idx", ".distcp")
 
 _RANK_IN_NAME = re.compile(r"(?:rank|node_rank|local_rank)[_-]?(\d+)", re.I)
 _RANK_SUFFIX = re.compile(r"[-_.](\d+)\.(?:out|err|log|txt)(?:\.gz)?$", re.I)
+
+
+class InputCut(Exception):
+    """A source was only read in part (no line breaks, a decompression bomb); says why."""
+
+
+class _GrepLineTooLong(Exception):
+    """grep ran out of its memory on a very long line; `lineno` lines were already read."""
+
+    def __init__(self, lineno: int) -> None:
+        super().__init__(lineno)
+        self.lineno = lineno
 
 
 @dataclass(frozen=True)
@@ -91,19 +116,90 @@ def _open(source: Source) -> BinaryIO:
         return sys.stdin.buffer
     try:
         if source.gz:
-            import gzip
-
-            # a GzipFile reads bytes as a BinaryIO does; typeshed does not declare it one
-            return gzip.open(source.path, "rb")  # type: ignore[return-value]
+            # a bounded GzipFile reads bytes as a BinaryIO does; typeshed does not declare it one
+            return _BoundedGzip(source.path, source.name)  # type: ignore[return-value]
         return open(source.path, "rb")
     except OSError as exc:
         raise UsageError(f"{source.name}: cannot read: {exc.strerror or exc}") from exc
 
 
-def python_candidates(stream: BinaryIO, needles: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
-    """Yield (1-based line number, line bytes) of lines with a needle; bounded memory."""
+class _CountingReader(io.RawIOBase):
+    """A file that counts the bytes read from it (the compressed side of a .gz)."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self.raw = raw
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:  # Any: typeshed's WriteableBuffer is private
+        data = self.raw.read(len(buffer))
+        buffer[: len(data)] = data
+        self.count += len(data)
+        return len(data)
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+class _BoundedGzip:
+    """gzip.open that stops (InputCut) at a bomb's ratio or at GZ_MAX_BYTES of output."""
+
+    def __init__(self, path: str, name: str) -> None:
+        import gzip
+
+        self.name = name
+        self.compressed = _CountingReader(open(path, "rb"))  # noqa: SIM115 - closed in close()
+        self.gz = gzip.GzipFile(fileobj=io.BufferedReader(self.compressed), mode="rb")
+        self.out = 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.gz.read(n)
+        self.out += len(data)
+        packed = max(1, self.compressed.count)
+        if self.out > GZ_MAX_BYTES or (self.out > GZ_RATIO_AFTER
+                                       and self.out > GZ_MAX_RATIO * packed):
+            raise InputCut(
+                f"{self.name}: stopped after {self.out >> 20} MiB of output: it inflates over "
+                f"{min(self.out // packed, 9999)}x its size (a "
+                "decompression bomb?); to scan it anyway: zcat FILE | trainmedic triage -")
+        return data
+
+    def close(self) -> None:
+        self.gz.close()
+        self.compressed.close()
+
+
+def _no_break_cut(name: str, offset: int) -> InputCut:
+    return InputCut(f"{name}: stopped reading at byte {offset}: {NO_BREAK >> 20} MiB without a "
+                    "line break (binary data, not a text log?)")
+
+
+class _BreakWatch:
+    """Counts the bytes since the last \\n or \\r of a stream, block by block."""
+
+    def __init__(self) -> None:
+        self.run = 0
+        self.offset = 0
+
+    def feed(self, block: bytes) -> bool:
+        """False once NO_BREAK bytes went by without a line break."""
+        self.offset += len(block)
+        last = max(block.rfind(b"\n"), block.rfind(b"\r"))
+        self.run = self.run + len(block) if last < 0 else len(block) - last - 1
+        return self.run <= NO_BREAK
+
+
+def python_candidates(stream: BinaryIO, needles: re.Pattern[bytes], *, name: str = "<stream>",
+                      after: int = 0) -> Iterator[tuple[int, bytes]]:
+    """Yield (1-based line number, line bytes) of lines with a needle; bounded memory.
+
+    Lines up to number `after` are skipped (grep already read them)."""
     lineno = 1  # number of the line that starts at buf[0]
     buf = b""
+    watch = _BreakWatch()
     while True:
         chunk = stream.read(CHUNK)
         eof = not chunk
@@ -112,6 +208,8 @@ def python_candidates(stream: BinaryIO, needles: re.Pattern[bytes]) -> Iterator[
                 return
             end = len(buf)  # a truncated last line is still scanned
         else:
+            if not watch.feed(chunk):
+                raise _no_break_cut(name, watch.offset)
             buf += chunk
             end = buf.rfind(b"\n") + 1
             if end == 0:
@@ -130,7 +228,8 @@ def python_candidates(stream: BinaryIO, needles: re.Pattern[bytes]) -> Iterator[
             stop = end if stop < 0 else stop
             lineno += buf.count(b"\n", counted, start)
             counted = start
-            yield lineno, buf[start:stop]
+            if lineno > after:
+                yield lineno, buf[start:stop]
             pos = stop + 1
             if pos >= end:
                 break
@@ -165,17 +264,37 @@ def grep_available() -> str | None:
     return shutil.which("grep")
 
 
-def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException]) -> None:
-    """Copy a stream (gzip, stdin, generated) into grep's stdin, block by block."""
+def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException], breaks: list[int],
+          name: str) -> None:
+    """Copy a stream (gzip, stdin, generated) into grep's stdin, block by block.
+
+    grep holds a whole line in memory: after MAX_LINE bytes without a newline one is inserted,
+    and the grep line it ends is put in `breaks` (before grep can print it) so the reader can
+    map grep's line numbers back."""
+    lines = 0  # newlines written so far
+    since_newline = 0
+    watch = _BreakWatch()
     try:
         while True:
             block = stream.read(CHUNK)
             if not block:
                 break
+            if not watch.feed(block):
+                errors.append(_no_break_cut(name, watch.offset))
+                break
+            newlines = block.count(b"\n")
+            lines += newlines
+            since_newline = (since_newline + len(block) if not newlines
+                             else len(block) - block.rfind(b"\n") - 1)
             sink.write(block)
+            if since_newline >= MAX_LINE:
+                lines += 1
+                breaks.append(lines)
+                sink.write(b"\n")
+                since_newline = 0
     except BrokenPipeError:
         pass  # grep is gone (killed on timeout): the reader reports it
-    except (OSError, EOFError) as exc:  # e.g. a truncated .gz
+    except (OSError, EOFError, InputCut) as exc:  # e.g. a truncated .gz, a bomb
         errors.append(exc)
     finally:
         with contextlib.suppress(OSError):
@@ -184,12 +303,15 @@ def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException]) -> None
 
 def grep_candidates(
     path: str | None, needles: list[str], grep: str, *, stream: BinaryIO | None = None,
-    timeout: float | None = None, name: str | None = None,
+    timeout: float | None = None, name: str | None = None, exclude: str | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Run `grep -a -n -E` over a plain file (or a stream piped into it); yield its matches.
 
-    grep (a DFA in C) does the prefilter at its own speed; only the
-    matching lines cross into Python, as (line number, bytes).
+    grep (a DFA in C) does the prefilter at its own speed; only the matching lines cross into
+    Python, as (line number, bytes). grep starts at once (not at the first `next`), so it can
+    run while the caller reads the same file another way. `exclude` (an ERE, plain files only):
+    a first grep drops the lines it matches, and numbers the others, so the needle search never
+    spends time on lines the caller reads itself.
     """
     # One ERE alternation: GNU grep's DFA runs it faster than -F with ~100 -e literals.
     ere = "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n) for n in needles)
@@ -201,21 +323,47 @@ def grep_candidates(
         # far above grep's speed; only a hang hits it (streams: a generous hour)
         timeout = 60.0 + size / 20e6 if path is not None else 3600.0
     env = dict(os.environ, LC_ALL="C")
-    proc = subprocess.Popen(args, stdin=subprocess.PIPE if stream is not None else None,
+    first: subprocess.Popen | None = None
+    if exclude is not None and path is not None and stream is None:
+        first = subprocess.Popen([grep, "-a", "-n", "-v", "-E", "-e", exclude, "--", path],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        args = [grep, "-a", "-E", "-e", ere]  # reads "N:line" from the first grep
+    proc = subprocess.Popen(args, stdin=first.stdout if first is not None else (
+                                subprocess.PIPE if stream is not None else None),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    timer = threading.Timer(timeout, proc.kill)
+    for started in (proc, first):
+        if started is not None:
+            _limit_memory(started.pid)
+    if first is not None and first.stdout is not None:
+        first.stdout.close()  # the second grep holds it now
+
+    def kill() -> None:
+        proc.kill()
+        if first is not None:
+            first.kill()
+
+    timer = threading.Timer(timeout, kill)
     timer.start()
     feed_errors: list[BaseException] = []
+    breaks: list[int] = []  # grep line numbers that end at a newline the feeder inserted
     feeder = None
+    name = name or path or "<stream>"
     if stream is not None:
         assert proc.stdin is not None
-        feeder = threading.Thread(target=_feed, args=(stream, proc.stdin, feed_errors),
-                                  daemon=True)
+        feeder = threading.Thread(target=_feed, args=(stream, proc.stdin, feed_errors, breaks,
+                                                      name), daemon=True)
         feeder.start()
-    name = name or path or "<stream>"
+    return _output(proc, first, timer, feeder, feed_errors, breaks, name, path, timeout)
+
+
+def _output(proc: subprocess.Popen, first: subprocess.Popen | None, timer: threading.Timer,
+            feeder: threading.Thread | None, feed_errors: list[BaseException],
+            breaks: list[int], name: str, path: str | None, timeout: float,
+            ) -> Iterator[tuple[int, bytes]]:
+    """grep's matches as (line number, bytes), read in bounded pieces; errors become one line."""
+    lineno = 0
     try:
         assert proc.stdout is not None
-        lineno = 0
         partial = False  # the previous read stopped inside a very long line
         readline = proc.stdout.readline
         while True:
@@ -228,16 +376,26 @@ def grep_candidates(
             else:
                 colon = raw.find(b":")
                 lineno = int(raw[:colon])
+                if breaks:  # each inserted break before this line made grep count one more
+                    lineno -= bisect.bisect_left(breaks, lineno)
                 line = raw[colon + 1 :]
             partial = not raw.endswith(b"\n")
             yield lineno, line if partial else line[:-1]
         err = proc.stderr.read() if proc.stderr is not None else b""
         code = proc.wait()
+        if first is not None:
+            first_err = first.stderr.read() if first.stderr else b""
+            first_code = first.wait()
+            if first_code not in (0, 1) and code in (0, 1):
+                code, err = first_code, first_err
     finally:
         timer.cancel()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        for p in (proc, first):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait()
+        if first is not None and first.stderr:
+            first.stderr.close()
         if feeder is not None:
             feeder.join(timeout=5)
         if proc.stdout is not None:
@@ -245,12 +403,30 @@ def grep_candidates(
         if proc.stderr is not None:
             proc.stderr.close()
     if feed_errors:
+        if isinstance(feed_errors[0], InputCut):
+            raise feed_errors[0]
         raise UsageError(f"{name}: cannot read: {feed_errors[0]}")
     if code not in (0, 1):
         if code < 0:
             raise UsageError(f"{name}: scan did not finish within {timeout:.0f} s")
         message = err.decode("utf-8", "replace").strip().splitlines()
+        if path is not None and message and "memory exhausted" in message[-1]:
+            raise _GrepLineTooLong(lineno)
         raise UsageError(f"{name}: cannot read: {message[-1] if message else 'grep failed'}")
+
+
+def _limit_memory(pid: int) -> None:
+    """Give grep an address-space limit (Linux): a line it cannot hold fails it, not the host.
+
+    Set just after the start rather than in a preexec_fn (which is unsafe with threads, and the
+    TUI scans in a worker thread); grep cannot have read much in the microseconds between."""
+    import resource
+
+    prlimit = getattr(resource, "prlimit", None)
+    if prlimit is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        prlimit(pid, resource.RLIMIT_AS, (GREP_MAX_MEMORY, GREP_MAX_MEMORY))
 
 
 def candidates(
@@ -260,18 +436,47 @@ def candidates(
     grep = grep_available() if use_grep else None
     if source.path is not None and not os.path.isfile(source.path):
         raise UsageError(f"{source.name}: not a regular file")
+    after = 0
     if (grep and source.data is None and source.path is not None and not source.gz
             and os.path.getsize(source.path) >= GREP_MIN_BYTES):
-        yield from grep_candidates(source.path, needles, grep)
-        return
+        try:
+            yield from grep_candidates(source.path, needles, grep, name=source.name)
+            return
+        except _GrepLineTooLong as too_long:  # the Python pass finishes what grep could not
+            after, grep = too_long.lineno, None
     stream = _open(source)
     try:
         if grep and source.data is None and (source.gz or source.path is None):
             yield from grep_candidates(None, needles, grep, stream=stream, name=source.name)
         else:
-            yield from python_candidates(stream, combined)
+            yield from python_candidates(stream, combined, name=source.name, after=after)
     except (OSError, EOFError) as exc:  # gzip: truncated or not gzip at all
         raise UsageError(f"{source.name}: cannot read: {exc}") from exc
     finally:
         if source.path is not None or source.data is not None:
             stream.close()
+
+
+def start_candidates(
+    source: Source, needles: list[str], combined: re.Pattern[bytes], *, use_grep: bool = True,
+    exclude: str | None = None,
+) -> Iterator[tuple[int, bytes]]:
+    """Like `candidates`, but a grep for a plain file starts now, before the first `next`."""
+    grep = grep_available() if use_grep else None
+    if (grep and source.data is None and source.path is not None and not source.gz
+            and os.path.isfile(source.path) and os.path.getsize(source.path) >= GREP_MIN_BYTES):
+        started = grep_candidates(source.path, needles, grep, name=source.name, exclude=exclude)
+        return _finish_in_python(started, source, combined)
+    return candidates(source, needles, combined, use_grep=use_grep)
+
+
+def _finish_in_python(lines: Iterator[tuple[int, bytes]], source: Source,
+                      combined: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
+    """grep's lines; if grep cannot hold a line, the Python pass reads on from where it stopped."""
+    try:
+        yield from lines
+    except _GrepLineTooLong as too_long:
+        assert source.path is not None
+        with open(source.path, "rb") as stream:
+            yield from python_candidates(stream, combined, name=source.name,
+                                         after=too_long.lineno)

@@ -34,9 +34,14 @@ class SaveGuard:
 
 
 def write_text(path: Path, text: str) -> str:
-    """Write `text` (LF line ends, UTF-8); returns "" or a one-line reason it failed."""
+    """Write `text` (LF line ends, UTF-8); returns "" or a one-line reason it failed.
+
+    Atomic, 0600, never through a symbolic link (`safefile`); the guard above has already asked
+    before an existing file is replaced, so that counts as --force."""
+    from trainmedic.safefile import write_text as write_safely
+
     try:
-        path.write_text(text, encoding="utf-8", newline="\n")
+        write_safely(path, text, force=True)
     except OSError as exc:
         return f"cannot write {path}: {exc.strerror or exc}"
     return ""

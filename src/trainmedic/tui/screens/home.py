@@ -12,6 +12,7 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from trainmedic.tui.base import AppScreen
+from trainmedic.tui.served import probes_location
 
 if TYPE_CHECKING:
     from trainmedic.saved_walks import SavedWalk, WalkRecord
@@ -69,8 +70,10 @@ class HomeScreen(AppScreen[None]):
         self.filtering = False  # `/` pressed: printable keys go to the filter line
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("trainmedic", "bold"), "  from a dead or frozen training "
-                                   "job to the fix"), id="titlebar")
+        served = probes_location()  # in a browser the probes read the server: say so first
+        yield Static(Text.assemble(("trainmedic", "bold"), (f"  {served}  ·", "bold")
+                                   if served else "", "  from a dead or frozen training job to "
+                                   "the fix"), id="titlebar")
         yield Static(Text(f"/ {PLACEHOLDER}", style="dim"), id="filter")
         yield OptionList(id="entries")
         yield Static(id="detail")

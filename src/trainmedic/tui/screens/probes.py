@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.widgets import Footer, Static
 
 from trainmedic.tui.base import PROBES_OFF, AppScreen
+from trainmedic.tui.served import served_on
 from trainmedic.tui.widgets.evidence import STATUS_MARK
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ class ProbesScreen(AppScreen[None]):
 
     def compose(self) -> ComposeResult:
         where = f"  attached to walk {self.session.id}" if self.session else ""
-        yield Static(Text.assemble(("Probes", "bold"), "  this machine: GPUs, environment, "
+        machine = f"{served_on()}, the server" if served_on() else "this machine"
+        yield Static(Text.assemble(("Probes", "bold"), f"  {machine}: GPUs, environment, "
                                    "versions, kernel Xid, network", (where, "dim")),
                      id="titlebar")
         with VerticalScroll(id="probe-results"):

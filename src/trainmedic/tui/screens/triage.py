@@ -39,7 +39,17 @@ ASK_TREE = "triage"  # where to go when the log names nothing known: the tree th
 SIZE_SCAN_FILES = 2000  # files looked at to say how much there is to read
 
 
-def finding_prompt(number: int, finding: Finding) -> Group:
+def clip(text: str, width: int, lines: int = 2) -> str:
+    """At most `lines` rows of `width`, cut at a word with "…" (the full text is one enter
+    away, in the walk's evidence panel)."""
+    room = max(20, width) * lines
+    if len(text) <= room:
+        return text
+    cut = text[:room - 1].rsplit(" ", 1)[0]
+    return cut + "…"
+
+
+def finding_prompt(number: int, finding: Finding, width: int = 80) -> Group:
     """A finding as the list shows it: link, kind and confidence; summary; why; first line."""
     head = Text(no_wrap=True, overflow="ellipsis")
     head.append(f"{number}  ", style="bold")
@@ -47,7 +57,7 @@ def finding_prompt(number: int, finding: Finding) -> Group:
     kind = "cause" if finding.kind == "cause" else "symptom"
     head.append(f"  {kind} · {round(finding.confidence * 100)}%",
                 style="bold green" if kind == "cause" else "yellow")
-    lines: list[Text] = [head, Text("   " + finding.summary)]
+    lines: list[Text] = [head, Text("   " + clip(finding.summary, width - 4))]
     if finding.why:
         lines.append(Text(f"   why: {finding.why}", style="italic", no_wrap=True,
                           overflow="ellipsis"))
@@ -223,7 +233,7 @@ class TriageScreen(AppScreen[None]):
             (f"{len(findings)} finding(s){took}, most likely first", "bold"),
             f": {causes} cause(s), {len(findings) - causes} symptom(s) · enter walks there"))
         for number, finding in enumerate(findings, start=1):
-            options.add_option(Option(finding_prompt(number, finding)))
+            options.add_option(Option(finding_prompt(number, finding, self.app.size.width)))
         options.highlighted = 0
         options.focus()
 

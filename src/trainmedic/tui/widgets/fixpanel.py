@@ -129,6 +129,8 @@ class FixPanel(Vertical):
         if log is not None:
             with Vertical(classes="from-log") as box:
                 box.border_title = "from your log" + (f" ({log.where})" if log.where else "")
+                if log.advice:
+                    yield Static(Text(log.advice), classes="advice")
                 for value in log.values:
                     yield Static(Text.assemble((f"{value.name} = {value.value}", "bold"),
                                                f"  {value.why}"))

@@ -1,0 +1,113 @@
+"""Issue 20, low items: the parse cache, host names, `--nodes ''`, unreadable state folders."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+from trainmedic.cli import main
+
+TREE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "disk-full.yaml"
+
+
+class _Planted:
+    """What an attacker's pickle does: run code when it is loaded (here: create a file)."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def _entry(cache_home: Path) -> Path:
+    import hashlib
+
+    real = str(TREE.resolve())
+    name = hashlib.sha1(f"{real}\0{TREE}".encode()).hexdigest() + ".pickle"
+    return cache_home / "trainmedic" / "trees" / name
+
+
+def _plant(tmp_path: Path, folder_mode: int) -> Path:
+    from trainmedic.trees.cache import load_cached
+
+    load_cached(TREE, str(TREE))  # makes the folders and a genuine entry
+    entry = _entry(tmp_path / "cache")
+    assert entry.exists()
+    marker = tmp_path / "PWNED"
+    entry.write_bytes(pickle.dumps((None, _Planted(marker))))
+    entry.parent.chmod(folder_mode)
+    return marker
+
+
+def test_the_cache_is_not_read_from_a_folder_others_can_write(tmp_path):
+    from trainmedic.trees.cache import load_cached
+
+    marker = _plant(tmp_path, 0o777)
+    tree, problems = load_cached(TREE, str(TREE))
+    assert tree is not None and tree.id == "disk-full" and not problems
+    assert not marker.exists()
+
+
+def test_the_cache_is_not_read_from_an_entry_others_can_write(tmp_path):
+    from trainmedic.trees.cache import load_cached
+
+    marker = _plant(tmp_path, 0o700)
+    _entry(tmp_path / "cache").chmod(0o666)
+    load_cached(TREE, str(TREE))
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs chown")
+def test_the_cache_is_not_read_from_a_folder_someone_else_owns(tmp_path):
+    from trainmedic.trees.cache import load_cached
+
+    marker = _plant(tmp_path, 0o700)
+    os.chown(_entry(tmp_path / "cache").parent, 65534, -1)
+    load_cached(TREE, str(TREE))
+    assert not marker.exists()
+
+
+def test_a_private_cache_still_works(tmp_path):
+    from trainmedic.trees.cache import load_cached
+
+    first = load_cached(TREE, str(TREE))
+    assert _entry(tmp_path / "cache").exists()
+    assert load_cached(TREE, str(TREE))[0] == first[0]
+
+
+@pytest.mark.parametrize("spec", ["node$(touch x)", "a;b", "a|b", "`id`", "a b'c", "n[1-2]x;y",
+                                  "-oProxyCommand=x", "a..b", "a.-b", "x" * 64, "é.example"])
+def test_host_names_are_checked_before_ssh(spec):
+    from trainmedic.cluster.hostlist import expand
+    from trainmedic.errors import UsageError
+
+    with pytest.raises(UsageError):
+        expand(spec)
+
+
+def test_ordinary_host_names_pass():
+    from trainmedic.cluster.hostlist import expand
+
+    assert expand("node[01-02],gpu-a7.cluster.local,rack0_blade1,10.0.0.5") == [
+        "node01", "node02", "gpu-a7.cluster.local", "rack0_blade1", "10.0.0.5"]
+
+
+def test_an_empty_nodes_spec_is_a_usage_error(capsys):
+    assert main(["probe", "--nodes", ""]) == 2
+    err = capsys.readouterr().err
+    assert "--nodes" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_state_folder_that_cannot_be_listed_is_a_warning(tmp_path, monkeypatch):
+    from trainmedic import saved_walks
+
+    def refuse(self):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(Path, "is_dir", refuse)
+    walks, skipped = saved_walks.list_walks()
+    assert walks == [] and "Permission denied" in str(skipped[0])
