@@ -78,8 +78,6 @@ def print_fix(console: Console, view: FixView) -> None:
     if view.target:
         console.print(Text(f"For: {view.target}", style="dim"))
     console.print(Text(f"Why: {view.why}"))
-    if view.myth:
-        console.print(Text(f"Myth: {view.myth}", style="yellow"))
     if view.from_log is not None:
         where = f" ({view.from_log.where})" if view.from_log.where else ""
         console.print(Text(f"From your log{where}:", style="bold"))
@@ -93,6 +91,8 @@ def print_fix(console: Console, view: FixView) -> None:
         _print_step(console, step, str(step.number))
     if view.verify:
         console.print(Text(f"Verify: {view.verify}"))
+    if view.myth:
+        console.print(Text(f"Myth: {view.myth}", style="yellow"))
     for ref in view.refs:
         console.print(Text(f"See: {ref.title}" + (f" <{ref.url}>" if ref.url else "")))
     if view.source:

@@ -118,6 +118,7 @@ def test_answers_bad_input_and_too_few(capsys, no_builtin):
     assert "'x' is not an answer number" in capsys.readouterr().err
     assert main([*no_builtin, "walk", "mem", "--answers", "1"]) == 2
     assert "stop at the question mem#shrink" in capsys.readouterr().err
+    assert list_walks()[0] == []  # a failed --answers run is not saved
     assert main([*no_builtin, "walk", "mem", "--answers", "2,1"]) == 2
     assert "already reached the fix mem#leak" in capsys.readouterr().err
     assert main([*no_builtin, "walk", "nope", "--answers", "1"]) == 2

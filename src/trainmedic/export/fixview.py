@@ -5,9 +5,12 @@ Each front end used to walk the `Fix` itself and each kept a different subset (o
 references, one the source, one printed the danger marks). `fix_view` decides what a fix shows
 and in which order; the front ends only draw it:
 
-    title, target (framework and versions, once), why, myth, "from your log" (values and the
-    exact command triage built), steps (each: text, step target if it differs, mark, command),
-    verify, references, source.
+    title, target (framework and versions, once), why, "from your log" (values and the exact
+    command triage built), steps (each: text, step target if it differs, mark, command),
+    verify, myth, references, source.
+
+Steps come right after the why: at 3 a.m. they are what is read; the myth (a remedy that does
+not work) follows them.
 
 Commands come as the reader copies them: placeholders (`<GPU_INDEX>`) the walk knows from its
 log triage are filled in, and the copy keys (1-9) are numbered here, so the number beside a
@@ -105,10 +108,10 @@ class FixView:
     title: str
     why: str
     target: str | None = None
-    myth: str | None = None
     from_log: FromLog | None = None
     steps: tuple[StepView, ...] = ()
     verify: str | None = None
+    myth: str | None = None
     refs: tuple[Reference, ...] = ()
     source: tuple[str, ...] = field(default_factory=tuple)
 

@@ -255,10 +255,7 @@ def _fix(node: Fix, number: str, anchor: str, ref: str) -> list[str]:
     out = [f'<a id="{anchor}"></a>', "", f"### {number}. {one_line(view.title)}", ""]
     if view.target:
         out += [f"For {view.target}.", ""]
-    out += [f"**Why.** {prose(view.why)}", ""]
-    if view.myth:
-        out += [f"**Myth.** {prose(view.myth)}", ""]
-    out += ["**Steps.**", ""]
+    out += [f"**Why.** {prose(view.why)}", "", "**Steps.**", ""]
     for step in view.steps:
         lead = f"{step.number}. "
         body = prose(step.do).splitlines() or [""]
@@ -274,6 +271,8 @@ def _fix(node: Fix, number: str, anchor: str, ref: str) -> list[str]:
         out.append("")
     if view.verify:
         out += [f"**Verify.** {prose(view.verify)}", ""]
+    if view.myth:
+        out += [f"**Myth.** {prose(view.myth)}", ""]
     if view.refs:
         out += ["**References.**", ""]
         for reference in view.refs:

@@ -71,6 +71,8 @@ class TrainmedicApp(App[int]):
         Binding("ctrl+t", "triage", "log triage", key_display="^t", show=False),
         Binding("ctrl+r", "probes", "run probes", key_display="^r", show=False),
         Binding("ctrl+n", "cluster", "cluster", key_display="^n", show=False),
+        # Last in every footer, cut first when the width runs out (see widgets/footer.py).
+        Binding("ctrl+p", "command_palette", "palette", key_display="^p"),
     ]
 
     def __init__(

@@ -20,6 +20,9 @@ class QuitScreen(AppDialog[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer(True)", "quit"),
         Binding("enter", "answer(True)", "quit", show=False),
+        # a modal screen hides the app's keys: q and ^c again mean yes
+        Binding("q", "answer(True)", "quit", show=False),
+        Binding("ctrl+c", "answer(True)", "quit", show=False, priority=True),
         Binding("n", "answer(False)", "stay"),
         Binding("escape", "answer(False)", "stay", show=False),
     ]

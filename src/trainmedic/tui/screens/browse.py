@@ -9,13 +9,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Input, Static, Tree
+from textual.widgets import Input, Static, Tree
 from textual.widgets.tree import TreeNode
 
 from trainmedic.trees import Fix, Forest, Ref
 from trainmedic.tui.base import AppScreen
 from trainmedic.tui.search import node_label, search_nodes, tree_order
 from trainmedic.tui.widgets.fixpanel import FixPanel
+from trainmedic.tui.widgets.footer import KeysFooter
 from trainmedic.tui.widgets.nodeview import render_question
 
 
@@ -87,7 +88,7 @@ class BrowseScreen(AppScreen[None]):
             yield Outline("trees", id="outline")
             with VerticalScroll(id="node-view"):
                 yield Static(id="node-detail")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     @property
     def forest(self) -> Forest:

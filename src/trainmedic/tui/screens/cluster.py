@@ -20,9 +20,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Label, Static
+from textual.widgets import DataTable, Input, Label, Static
 
 from trainmedic.tui.base import AppScreen
+from trainmedic.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
     from trainmedic.cluster.result import ClusterResult
@@ -110,7 +111,7 @@ class ClusterScreen(AppScreen[None]):
             yield Label("SPEC ", id="sweep-label")
             yield Input(placeholder="slurm, or node[01-16],gpu-a7", id="sweep-spec")
         yield Static(id="sweep-status")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.action_reload()

@@ -8,11 +8,12 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from trainmedic.tui.base import AppScreen
 from trainmedic.tui.served import probes_location
+from trainmedic.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
     from trainmedic.saved_walks import SavedWalk, WalkRecord
@@ -52,10 +53,10 @@ class HomeScreen(AppScreen[None]):
         Binding("home", "cursor(-1000)", "first", show=False, priority=True),
         Binding("end", "cursor(1000)", "last", show=False, priority=True),
         Binding("slash", "filter", "filter", key_display="/"),
-        Binding("escape", "clear", "clear"),
-        Binding("ctrl+b", "browse", "browse"),
+        Binding("escape", "clear", "clear the filter", show=False),
         Binding("ctrl+t", "app.triage", "triage"),
         Binding("ctrl+r", "app.probes", "probes"),
+        Binding("ctrl+b", "browse", "browse"),
         Binding("q", "app.request_quit", "quit"),
     ]
 
@@ -77,7 +78,7 @@ class HomeScreen(AppScreen[None]):
         yield Static(Text(f"/ {PLACEHOLDER}", style="dim"), id="filter")
         yield OptionList(id="entries")
         yield Static(id="detail")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.reload_walks()

@@ -16,9 +16,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Footer, Static, TextArea
+from textual.widgets import Static, TextArea
 
 from trainmedic.tui.base import AppScreen
+from trainmedic.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
     from trainmedic.memory.summary import MemorySummary
@@ -90,7 +91,7 @@ class MemoryScreen(AppScreen[None]):
         yield Static(id="memory-status")
         with VerticalScroll(id="memory-result"):
             yield Static(id="memory-report")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#memory-status", Static).update(Text(

@@ -13,10 +13,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Input, Label, Markdown, Static
+from textual.widgets import Input, Label, Markdown, Static
 
 from trainmedic.tui.base import AppScreen
 from trainmedic.tui.savefile import SaveGuard, write_text
+from trainmedic.tui.widgets.footer import KeysFooter
 from trainmedic.tui.widgets.pathinput import PathInput
 
 _DETAILS = re.compile(r"<details><summary>(?P<what>.*?)</summary>.*?</details>", re.DOTALL)
@@ -57,7 +58,7 @@ class ReportScreen(AppScreen[None]):
             yield Label("save to ", id="save-label")
             yield PathInput(default_report_path(walk_id), id="report-path")
         yield Static(id="save-status")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#report-view", VerticalScroll).focus()

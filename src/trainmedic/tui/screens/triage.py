@@ -21,12 +21,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import Footer, Input, Label, OptionList, Static, TextArea
+from textual.widgets import Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
 from trainmedic.triage import TriageReport
 from trainmedic.triage.attachment import TriageAttachment
 from trainmedic.tui.base import AppScreen
+from trainmedic.tui.widgets.footer import KeysFooter
 from trainmedic.tui.widgets.losscurve import LossCurve
 from trainmedic.tui.widgets.pathinput import PathInput
 
@@ -123,7 +124,7 @@ class TriageScreen(AppScreen[None]):
         yield Static(id="triage-status")
         yield LossCurve(id="loss")
         yield OptionList(id="findings")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(LossCurve).show(None)

@@ -19,13 +19,14 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.geometry import Region
 from textual.message import Message
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from trainmedic.trees import Question
 from trainmedic.tui.base import AppScreen
 from trainmedic.tui.widgets.evidence import EvidencePanel
 from trainmedic.tui.widgets.fixpanel import FixPanel
+from trainmedic.tui.widgets.footer import KeysFooter
 from trainmedic.walk import WalkSession
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ class WalkScreen(AppScreen[None]):
                         if s.steps else "r: start the tree from its first question"
                     yield FixPanel(walk_fix_view(s), hint=hint, id="fix")
             yield EvidencePanel(id="evidence")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def _breadcrumb(self) -> Text:
         """Tree title and the path, oldest steps dropped first: the node you are at must show

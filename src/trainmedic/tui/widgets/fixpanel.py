@@ -53,7 +53,7 @@ def references(view: FixView) -> Text:
 
 
 class FixPanel(Vertical):
-    """Title, target, why, myth, what the log filled in, steps, verify, references, source."""
+    """Title, target, why, what the log filled in, steps, verify, myth, references, source."""
 
     DEFAULT_CSS = """
     FixPanel {
@@ -123,8 +123,6 @@ class FixPanel(Vertical):
         if view.target:
             yield Static(Text(f"for {view.target}"), classes="target")
         yield Static(Text.assemble(("Why  ", "bold"), view.why), classes="why")
-        if view.myth:
-            yield Static(Text.assemble(("Myth  ", "bold yellow"), view.myth), classes="myth")
         log = view.from_log
         if log is not None:
             with Vertical(classes="from-log") as box:
@@ -150,6 +148,8 @@ class FixPanel(Vertical):
         if view.verify:
             yield Static(Text.assemble(("Verify  ", "bold green"), view.verify),
                          classes="verify")
+        if view.myth:
+            yield Static(Text.assemble(("Myth  ", "bold yellow"), view.myth), classes="myth")
         if view.refs:
             yield Static(references(view), classes="refs")
         if view.source:
