@@ -127,7 +127,7 @@ def test_slash_searches_from_a_walk_and_ctrl_r_means_probes_everywhere():
     run(go())
 
 
-# -- F17: the footer is cut cleanly ----------------------------------------------------------------
+# -- F17: the footer is cut cleanly ---------------------------------------------------------------
 def test_footer_leaves_no_stray_character_at_narrow_widths():
     """Narrow, the footer is the wide footer cut at the edge: nothing of another key after it
     (Textual's docked palette key left one: `…^r probes F▏^p paletteu`)."""
@@ -149,7 +149,7 @@ def test_footer_leaves_no_stray_character_at_narrow_widths():
     run(go())
 
 
-# -- F8, F23: search finds commands, flags, variables, myths ----------------------------------------
+# -- F8, F23: search finds commands, flags, variables, myths --------------------------------------
 def test_browse_and_home_find_flags_variables_and_commands():
     async def go():
         app = builtin_app()
@@ -228,7 +228,7 @@ def test_a_marked_command_shows_its_mark_first_and_copies_on_the_second_key():
     run(go())
 
 
-# -- F13: never wrapped inside a token ----------------------------------------------------------------
+# -- F13: never wrapped inside a token ------------------------------------------------------------
 def test_commands_are_never_wrapped_they_scroll_sideways():
     async def go():
         app = builtin_app()
@@ -294,7 +294,7 @@ def test_evidence_panel_takes_focus_scrolls_and_hides_when_empty():
     run(go())
 
 
-# -- F25: the polish list ----------------------------------------------------------------------------
+# -- F25: the polish list -------------------------------------------------------------------------
 def test_home_detail_says_where_it_was_cut():
     async def go():
         app = builtin_app()
