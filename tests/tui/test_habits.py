@@ -347,12 +347,10 @@ def test_memory_estimate_from_home_matches_the_cli_and_names_an_unreadable_path(
     script = Path(__file__).resolve().parents[1] / "fixtures" / "memory" / \
         "megatron_llama3_8b_h100_fp8.sh"
 
-    class Args:
-        passthrough: list[str] = []
-        script_args = ""
+    from types import SimpleNamespace
 
-    Args.script = str(script)
-    config, _cmd = load_config(Args)
+    args = SimpleNamespace(passthrough=[], script_args="", script=str(script))
+    config, _cmd = load_config(args)
     report = add_suggestions(estimate(config))
     report.checks = run_checks(config)
     cli = summarize(report)  # what `trainmedic memory --script X --no-probe` prints
