@@ -107,6 +107,9 @@ class FixPanel(Vertical):
     FixPanel .from-log CodeBlock {
         margin: 0;
     }
+    FixPanel .from-log > Static {
+        text-overflow: ellipsis;  /* a long path is cut with "…", never broken in two */
+    }
     """
 
     def __init__(self, view: FixView, *, hint: str = "", **kwargs: object) -> None:
@@ -127,7 +130,7 @@ class FixPanel(Vertical):
         if log is not None:
             with Vertical(classes="from-log") as box:
                 box.border_title = "from your log" + (f" ({log.where})" if log.where else "")
-                if log.advice:
+                if log.advice and not log.commands:  # the commands say it, shorter
                     yield Static(Text(log.advice), classes="advice")
                 for value in log.values:
                     yield Static(Text.assemble((f"{value.name} = {value.value}", "bold"),
