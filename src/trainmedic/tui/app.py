@@ -268,14 +268,13 @@ class TrainmedicApp(App[int]):
         from trainmedic.tui.screens.walk import WalkScreen
         from trainmedic.tui.widgets.codeblock import CodeBlock
 
-        everywhere = [Binding(b.key, b.action, b.description, show=True,
+        longer = {"command_palette": "command palette: actions and node search"}
+        everywhere = [Binding(b.key, b.action, longer.get(b.action, b.description), show=True,
                               key_display=b.key_display) for b in self.BINDINGS
                       if isinstance(b, Binding)]
         return [
             ("Everywhere (not while typing in a text field)", [
-                *everywhere, Binding("tab", "", "next pane (the evidence panel scrolls)"),
-                Binding("ctrl+p", "", "command palette: actions and node search",
-                        key_display="^p")]),
+                *everywhere, Binding("tab", "", "next pane (the evidence panel scrolls)")]),
             ("Home", [Binding("", "", "type (or /) to filter trees, actions, walks and nodes; "
                               "backspace, ^u edit it", key_display="a-z"),
                       *HomeScreen.BINDINGS]),

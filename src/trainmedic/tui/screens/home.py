@@ -27,6 +27,10 @@ NODE_HITS = 8
 COMMAND_KEYS = frozenset({"j", "k", "g", "G", "q", "question_mark", "slash"})
 
 
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}{'es' if what.endswith('x') else 's'}"
+
+
 class Entry(NamedTuple):
     """One line of the home list: what it opens, and the text the filter matches."""
 
@@ -112,8 +116,9 @@ class HomeScreen(AppScreen[None]):
             label.append(f"{card.id:<{width}}  ", style="bold")
             label.append(card.title)
             label.append(f"  {card.summary}", style="dim")
-            detail = Text.assemble((card.title, "bold"), f"   {card.id} · {card.questions} "
-                                   f"questions · {card.fixes} fixes",
+            detail = Text.assemble((card.title, "bold"), f"   {card.id} · "
+                                   f"{_count(card.questions, 'question')} · "
+                                   f"{_count(card.fixes, 'fix')}",
                                    (f" · {', '.join(card.tags)}" if card.tags else ""),
                                    "\n", card.summary)
             hay = " ".join([card.id, card.title, card.summary, *card.tags]).lower()

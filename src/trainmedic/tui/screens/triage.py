@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.console import Group
+from rich.console import Group, RenderableType
+from rich.padding import Padding
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -58,7 +59,8 @@ def finding_prompt(number: int, finding: Finding, width: int = 80) -> Group:
     kind = "cause" if finding.kind == "cause" else "symptom"
     head.append(f"  {kind} · {round(finding.confidence * 100)}%",
                 style="bold green" if kind == "cause" else "yellow")
-    lines: list[Text] = [head, Text("   " + clip(finding.summary, width - 4))]
+    lines: list[RenderableType] = [
+        head, Padding(Text(clip(finding.summary, width - 4)), (0, 0, 0, 3))]
     if finding.why:
         lines.append(Text(f"   why: {finding.why}", style="italic", no_wrap=True,
                           overflow="ellipsis"))
