@@ -59,6 +59,9 @@ class FixPanel(Vertical):
     FixPanel {
         height: auto;
     }
+    FixPanel Static {
+        text-overflow: ellipsis;  /* prose wraps between words; a longer word is cut, not broken */
+    }
     FixPanel > .fix-title {
         margin: 1 0 0 0;
     }
