@@ -259,8 +259,9 @@ def test_commands_fold_between_words_never_inside_one():
 
 
 def test_a_word_wider_than_the_block_scrolls_sideways():
-    from trainmedic.tui.widgets.codeblock import fold_line
     from rich.text import Text
+
+    from trainmedic.tui.widgets.codeblock import fold_line
 
     rows = fold_line(Text("--load /a/very/long/checkpoint/folder/name --ckpt-step 200"), 20)
     assert [r.plain for r in rows] == ["--load \\", "  /a/very/long/checkpoint/folder/name \\",
