@@ -5,6 +5,10 @@ Each subcommand lives in `trainmedic.commands.<name>` with `add_arguments(parser
 `preflight`) also has `split_argv(argv) -> (ours, passthrough)`, and gets `args.passthrough`.
 Only the chosen command's module is imported, so `lint`, `probe`, `triage`, `export` and
 `memory` never pay for Textual (or for each other).
+
+Exit codes: 0 fine, 1 a check found problems, 2 bad usage or unreadable input (always one
+line on stderr, never a usage block). A reader that closes the pipe early (`| head -1`) is not
+an error: the command stops quietly with 0.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from types import ModuleType
+from types import ModuleType, TracebackType
+from typing import NoReturn
 
 from trainmedic import __version__
 from trainmedic.commands import interactive_terminal
@@ -40,8 +45,16 @@ HIDDEN_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: `trainmedic: error: MESSAGE (see `PROG --help`)`, exit 2,
+    no usage block (the contract promises one line)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
 def _top_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="trainmedic",
         description="Troubleshoot distributed training: decision trees, probes, log triage.",
         epilog="Without a command, the TUI opens at the home screen.",
@@ -64,7 +77,7 @@ def _command(name: str) -> ModuleType:
 
 def _command_parser(name: str, module: ModuleType) -> argparse.ArgumentParser:
     _module, help_text = COMMANDS.get(name) or HIDDEN_COMMANDS[name]
-    parser = argparse.ArgumentParser(prog=f"trainmedic {name}", description=help_text)
+    parser = Parser(prog=f"trainmedic {name}", description=help_text)
     parser.add_argument(
         "--trees", action="append", default=[], metavar="DIR",
         help="add a folder of user trees (repeatable)",
@@ -107,8 +120,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         top = _top_parser().parse_args(head)
         if command is None:
             if not interactive_terminal() and not _served_in_browser():
-                raise UsageError("the app needs a terminal; in a pipe or a dumb terminal use "
-                                 "`trainmedic walk triage --plain` (or see `trainmedic --help`)")
+                return main([*head, "walk", "triage"])  # as `walk TREE | cat`
             from trainmedic.tui.start import run_home
 
             return run_home(trees=top.trees)
@@ -122,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.parsers = parsers  # what `completion` reads; a function, so no one else pays for it
         return int(args._run(args) or 0)
     except TrainmedicError as exc:
-        print(f"trainmedic: error: {exc}", file=sys.stderr)
+        message = str(exc)  # `FILE:LINE: error: ...` says "error:" itself: not twice
+        print(f"trainmedic: {message}" if "error:" in message else f"trainmedic: error: {message}",
+              file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("trainmedic: interrupted", file=sys.stderr)
@@ -132,3 +146,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except SystemExit as exc:
+        # Rich meets a closed pipe by pointing stdout at /dev/null and exiting 1, which would
+        # read as "a check found problems"; a reader that stopped early is not a failure.
+        if _from_rich_broken_pipe(exc.__traceback__):
+            return 0
+        raise
+
+
+def _from_rich_broken_pipe(tb: TracebackType | None) -> bool:
+    """The SystemExit was raised by Rich's `Console.on_broken_pipe`."""
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_name == "on_broken_pipe" \
+        and "rich" in tb.tb_frame.f_code.co_filename

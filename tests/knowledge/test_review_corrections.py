@@ -119,7 +119,7 @@ def _stage0_activation_mib(layers_per_virtual_stage: str) -> float:
             "--num-layers-per-virtual-pipeline-stage", layers_per_virtual_stage,
             "--json", "--no-probe"]
     with contextlib.redirect_stdout(out):
-        assert main(argv) == 0
+        assert main(argv) in (0, 1)  # 1: it does not fit; the activations are compared
     return float(json.loads(out.getvalue())["activation_mib"])
 
 

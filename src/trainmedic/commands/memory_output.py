@@ -16,7 +16,7 @@ from trainmedic.memory.summary import (
     verdict_line,
 )
 
-_STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+_STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 _VERDICT_STYLE = {"fits": "bold green", "tight": "bold yellow", "does not fit": "bold red"}
 
 __all__ = ["gib", "print_checks", "print_memory", "verdict_line"]

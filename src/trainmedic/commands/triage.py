@@ -29,7 +29,9 @@ def run(args: argparse.Namespace) -> int:
 
     report = triage_paths(list(args.logs), use_grep=not args.no_grep)
     if args.json:
-        json.dump(report.to_dict(), sys.stdout, indent=2, default=str)
+        from trainmedic.commands.outputs import stamped
+
+        json.dump(stamped("triage", report.to_dict()), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         _print_human(report, show_all=args.all)
