@@ -73,10 +73,6 @@ def run(args: argparse.Namespace) -> int:
         if args.session:
             raise UsageError(f"no saved walk '{args.session}' (see `trainmedic report --list`)")
         raise UsageError("no saved walks yet: run `trainmedic walk TREE` first")
-    if not args.session:  # say which walk, at 3 a.m. the newest is not always the one meant
-        which = "the latest that reached a fix" if saved.record.finished else \
-            "the latest; none reached a fix"
-        print(f"trainmedic: report of walk {saved.id} ({which}; see --list)", file=sys.stderr)
     repo = None
     if args.repo:
         from trainmedic.export.repoinfo import repo_info
@@ -105,4 +101,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    if not args.session:  # say which walk, at 3 a.m. the newest is not always the one meant
+        which = "the latest that reached a fix" if saved.record.finished else \
+            "the latest; none reached a fix"
+        print(f"trainmedic: report of walk {saved.id} ({which}; see --list)", file=sys.stderr)
     return 0

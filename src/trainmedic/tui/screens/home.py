@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from trainmedic.saved_walks import SavedWalk, WalkRecord
 
 RECENT_WALKS = 5
-PLACEHOLDER = "filter trees, actions and recent walks (or just type)"
+PLACEHOLDER = "type to filter trees, actions and recent walks"
 # Keys that are commands here and on every screen; any other letter starts the filter.
 DETAIL_ROWS = 3  # the detail panel's height less its rule
 NODE_SEARCH_MIN = 3
