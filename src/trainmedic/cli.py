@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("memory", "theoretical per-GPU memory of a Megatron-style configuration"),
     "preflight": ("preflight", "check a launch script before it burns GPU hours"),
     "report": ("report", "the Markdown incident report of a saved walk"),
+    "drill": ("drill", "incident drills: find the cause in a real log, then compare"),
     "schema": ("schema", "print the JSON Schema of the tree format"),
     "serve": ("serve", "the app in a web browser (needs the web extra)"),
     "completion": ("completion", "print the shell completion script for bash, zsh or fish"),

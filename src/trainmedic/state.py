@@ -57,6 +57,11 @@ def cluster_result_path() -> Path:
     return state_dir() / "cluster-last.json"
 
 
+def drill_progress_path() -> Path:
+    """Drills done and their scores (`trainmedic drill --progress`)."""
+    return state_dir() / "drills.json"
+
+
 def home_cards_path() -> Path:
     """What the home screen lists for each tree, so the first frame never waits on YAML."""
     return cache_dir() / "home-cards.json"

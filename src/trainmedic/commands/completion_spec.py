@@ -24,6 +24,7 @@ VALUE_KINDS: dict[tuple[str, str], str] = {  # (command, dest) -> kind; "*": eve
     ("probe", "names"): "probes",
     ("report", "session"): "walks",
     ("report", "repo"): "dirs",
+    ("drill", "tree"): "trees",
 }
 FILE_METAVARS = {"PATH": "files", "FILE": "files", "LOG": "files", "DIR": "dirs"}
 

@@ -12,7 +12,7 @@ from typing import Any
 from trainmedic import __version__
 
 VERSIONS = {"triage": 1, "memory": 1, "probe": 1, "preflight": 1, "lint": 1, "export": 1,
-            "cluster": 1, "report": 1, "walk": 1}
+            "cluster": 1, "report": 1, "walk": 1, "drill": 1}
 
 
 def stamped(kind: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -29,7 +29,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="the report's data as JSON")
     parser.add_argument("--list", action="store_true", help="list saved walks, newest first")
     parser.add_argument("--force", action="store_true",
-                        help="with -o: replace an existing file that trainmedic did not write")
+                        help="with -o or --bundle: replace an existing file that trainmedic did "
+                             "not write")
+    parser.add_argument("--bundle", metavar="FILE",
+                        help="write a redacted support bundle (.tar.gz): report, probes, "
+                             "nvidia-smi -q, environment, versions, kernel Xid/AER, triage")
+    parser.add_argument("--log", action="append", metavar="PATH",
+                        help="with --bundle: triage these logs into it (repeatable)")
 
 
 def _warn_skipped(skipped: Iterable[Skipped]) -> None:
@@ -61,6 +67,12 @@ def _list(as_json: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.bundle:
+        from trainmedic.commands.report_bundle import run_bundle
+
+        return run_bundle(args)
+    if args.log:
+        raise UsageError("--log goes with --bundle")
     if args.list:
         return _list(args.json)
     from trainmedic.export.report import build_report, render_report

@@ -18,6 +18,10 @@ NAME = "kernel-xid"
 XID = re.compile(r"NVRM: Xid \((?P<dev>[^)]*)\): (?P<code>\d+)(?P<rest>.*)")
 SXID = re.compile(r"SXid \((?P<dev>[^)]*)\): (?P<code>\d+)")
 FALLEN = re.compile(r"fallen off the bus", re.IGNORECASE)
+# Where the kernel log is read, in order (the support bundle reads the same): dmesg may be
+# forbidden to non-root users (kernel.dmesg_restrict), journalctl -k is tried next.
+LOG_SOURCES: tuple[tuple[str, ...], ...] = (("dmesg",), ("journalctl", "-k", "--no-pager", "-q",
+                                                         "-b"))
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,7 @@ def parse_log(text: str) -> ProbeResult:
 
 def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     attempts: list[str] = []
-    for argv in (["dmesg"], ["journalctl", "-k", "--no-pager", "-q", "-b"]):
+    for argv in LOG_SOURCES:
         if budget.remaining() <= 0.05:
             break
         res = run_cmd(argv, budget.remaining())

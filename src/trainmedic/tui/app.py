@@ -260,6 +260,7 @@ class TrainmedicApp(App[int]):
         from trainmedic.tui.dialogs.launch_command import LaunchCommandScreen
         from trainmedic.tui.screens.browse import BrowseScreen
         from trainmedic.tui.screens.cluster import ClusterScreen
+        from trainmedic.tui.screens.drill import DrillScreen
         from trainmedic.tui.screens.home import HomeScreen
         from trainmedic.tui.screens.memory import MemoryScreen
         from trainmedic.tui.screens.probes import ProbesScreen
@@ -288,6 +289,7 @@ class TrainmedicApp(App[int]):
             ("Memory estimate", list(MemoryScreen.BINDINGS)),
             ("Cluster", list(ClusterScreen.BINDINGS)),
             ("Probes", list(ProbesScreen.BINDINGS)),
+            ("Incident drill", list(DrillScreen.BINDINGS)),
             ("Launch command", list(LaunchCommandScreen.BINDINGS)),
         ]
 
@@ -328,6 +330,11 @@ class TrainmedicApp(App[int]):
 
         self.push_screen(ClusterScreen())
 
+    def action_drill(self) -> None:
+        from trainmedic.tui.screens.drill import DrillScreen
+
+        self.push_screen(DrillScreen())
+
     # -- command palette ----------------------------------------------------------------------
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         """The palette's actions: this screen's own keys, then the app's, each once and in
@@ -359,6 +366,8 @@ class TrainmedicApp(App[int]):
                  self.action_memory),
                 ("Cluster", "Last sweep of every node; run a new one (^n)", self.action_cluster),
                 ("Browse trees", "Every tree as an outline, searchable (^b)", self.open_browse),
+                ("Incident drill", "A real log: find the cause, then compare",
+                 self.action_drill),
                 ("Home", "The list of trees and recent walks", self.go_home),
                 ("Keys", "Every key of every screen (?)", self.action_help),
                 ("Quit", "Leave trainmedic (q)", self.action_request_quit)):

@@ -139,6 +139,8 @@ class HomeScreen(AppScreen[None]):
                   "script; the cheapest changes that fit"),
             entry("action:browse", "Browse all trees", "read every tree as an outline, search"),
             entry("action:cluster", "Cluster", "last sweep of every node: the one that differs"),
+            entry("action:drill", "Incident drill", "a real log from a public thread: find the "
+                  "cause, then compare"),
         ]
 
     def _walk_entries(self, walks: list[SavedWalk]) -> list[Entry]:
@@ -314,6 +316,8 @@ class HomeScreen(AppScreen[None]):
             app.action_cluster()
         elif entry.key == "action:memory":
             app.action_memory()
+        elif entry.key == "action:drill":
+            app.action_drill()
 
     def action_browse(self) -> None:
         entry = self.current_entry()

@@ -89,7 +89,7 @@ class WalkScreen(AppScreen[None]):
         Binding("p", "rerun_probes", "probes again", show=False),
         Binding("m", "launch_command", "launch command"),
         Binding("i", "report", "report"),
-        Binding("t", "toggle_help", "how to check", show=False),
+        Binding("z", "toggle_help", "how to check", show=False),  # z folds, as in vim
         Binding("v", "toggle_evidence", "evidence", show=False),
         Binding("o", "browse", "browse", show=False),
         Binding("h", "home", "home", show=False),
@@ -109,7 +109,7 @@ class WalkScreen(AppScreen[None]):
         self.session = session
         self.running: list[str] = []
         self.suggested_index: int | None = None  # what the answers list marks right now
-        self.help_shown = True  # the "how to check" box (t)
+        self.help_shown = True  # the "how to check" box (z)
         self.evidence_wanted: bool | None = None  # v: None follows the panel's content
         self._highlight_next: int | None = None  # the answer to highlight after going back
         self._log_route: dict[str, int] | None = None  # question -> answer, to the finding
@@ -169,7 +169,7 @@ class WalkScreen(AppScreen[None]):
                 if question.help:
                     help_box = Static(Text(str(question.help).rstrip()), id="help")
                     help_box.border_title = "how to check"
-                    help_box.border_subtitle = "t hides"
+                    help_box.border_subtitle = "z hides"
                     help_box.display = self.help_shown
                     yield help_box
                 yield AnswerList(*self._answer_options(question), id="answers")
