@@ -529,6 +529,9 @@ def test_launch_command_feeds_the_memory_estimate(monkeypatch):
             assert memory.summary.startswith("launch command: about")
             assert app.screen.suggested_index == 0
             assert list_walks()[0][0].record.to_dict()["launch_command"] == MEGATRON_70B
+            await pilot.press("m")  # opened again: the old command is selected, typing replaces
+            await pilot.pause()
+            assert app.screen.query_one("#launch-text").selected_text == MEGATRON_70B
     run(go())
 
 

@@ -47,6 +47,7 @@ class AnswerList(OptionList):
 
     def scroll_to_highlight(self, top: bool = False) -> None:
         super().scroll_to_highlight(top)
+        self.reveal_highlight()  # at once when laid out (a key press), and again once it is
         self.call_after_refresh(self.reveal_highlight)
 
     def reveal_highlight(self) -> None:
