@@ -19,7 +19,8 @@ from trainmedic.trees import Fix, Forest, Ref
 if TYPE_CHECKING:
     from trainmedic.tui.app import TrainmedicApp
 
-_INDEX: dict[int, tuple[Forest, list[tuple[Ref, str, str]]]] = {}  # id(forest) -> its index
+# The index of the forest searched last (an app has one forest; a new one replaces it).
+_INDEX: list[tuple[Forest, list[tuple[Ref, str, str]]]] = []
 
 
 def node_label(forest: Forest, ref: Ref) -> str:
@@ -51,12 +52,11 @@ def search_text(forest: Forest, ref: Ref) -> str:
 
 def _index(forest: Forest) -> list[tuple[Ref, str, str]]:
     """(ref, label, text) of every node, built once per forest."""
-    cached = _INDEX.get(id(forest))
-    if cached is None or cached[0] is not forest:
+    if not _INDEX or _INDEX[0][0] is not forest:
         rows = [(ref, node_label(forest, ref), search_text(forest, ref))
                 for ref, _node in forest.iter_nodes()]
-        cached = _INDEX[id(forest)] = (forest, rows)
-    return cached[1]
+        _INDEX[:] = [(forest, rows)]
+    return _INDEX[0][1]
 
 
 def search_nodes(forest: Forest, query: str) -> Iterator[Ref]:
