@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from trainmedic import __version__
+from trainmedic import __version__, children
 from trainmedic.commands import interactive_terminal
 from trainmedic.errors import TrainmedicError, UsageError
 
@@ -85,6 +85,7 @@ def _split(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     head, command, rest = _split(argv)
+    children.install_signal_handlers()  # SIGTERM/SIGHUP end every child group we started
     try:
         top = _top_parser().parse_args(head)
         if command is None:
@@ -103,13 +104,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.trees = list(top.trees) + list(args.trees)
         return int(args._run(args) or 0)
     except TrainmedicError as exc:
-        print(f"trainmedic: error: {exc}", file=sys.stderr)
+        _error(str(exc))
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("trainmedic: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # `trainmedic export oom | head` must not print a traceback.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a file or folder the command did not expect to fail: one line
+        _error(f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc))
+        return 2
+    except KeyboardInterrupt:
+        children.stop_all(children.SIGNAL_GRACE_S)  # a probe's hung nvidia-smi, the ssh fan-out
+        print("trainmedic: interrupted", file=sys.stderr)
+        return 130
+
+
+def _error(message: str) -> None:
+    """The one line a failed command ends with. It often quotes input (a file name, a word of a
+    script, a saved walk's id): redacted, and on one line with control characters visible."""
+    from trainmedic.redact import redact_text
+    from trainmedic.textsafe import inert_line
+
+    print(f"trainmedic: error: {inert_line(redact_text(message))}", file=sys.stderr)

@@ -111,3 +111,29 @@ def test_a_state_folder_that_cannot_be_listed_is_a_warning(tmp_path, monkeypatch
     monkeypatch.setattr(Path, "is_dir", refuse)
     walks, skipped = saved_walks.list_walks()
     assert walks == [] and "Permission denied" in str(skipped[0])
+
+
+def test_a_sweep_that_may_run_for_hours_is_confirmed_first(monkeypatch, capsys):
+    from trainmedic.cluster import fanout
+    from trainmedic.cluster.fanout import FanoutRun
+
+    ran: list[str] = []
+
+    def fake(method):
+        def run(nodes, names, **_kwargs):
+            ran.append(method)
+            return FanoutRun(method, nodes, [])
+        return run
+
+    monkeypatch.setattr(fanout, "fan_out_ssh", fake("ssh"))
+    monkeypatch.setattr(fanout, "fan_out_srun", fake("srun"))
+    # 4096 hosts, 32 at a time, 60 s each: over two hours if they hang; nobody to ask here
+    assert main(["probe", "--nodes", "a[1-4096]"]) == 2
+    err = capsys.readouterr().err
+    assert "--yes" in err and "4096 nodes" in err and len(err.strip().splitlines()) == 1
+    assert ran == []
+    assert main(["probe", "--nodes", "a[1-4096]", "--yes", "--json"]) == 0
+    assert main(["probe", "--nodes", "a[1-64]", "--json"]) == 0  # two rounds: asks nothing
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "a[1-4096]")
+    assert main(["probe", "--nodes", "slurm", "--json"]) == 0  # one srun step: one timeout
+    assert ran == ["ssh", "ssh", "srun"]

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from trainmedic import children
 from trainmedic.errors import UsageError
 
 CHUNK = 1 << 20
@@ -320,11 +321,11 @@ def grep_candidates(
         # far above grep's speed; only a hang hits it (streams: a generous hour)
         timeout = 60.0 + size / 20e6 if path is not None else 3600.0
     env = dict(os.environ, LC_ALL="C")
-    proc = subprocess.Popen(args, stdin=subprocess.PIPE if stream is not None else None,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    # its own process group, killed at the deadline or when trainmedic is told to end
+    proc = children.spawn(args, stdin=subprocess.PIPE if stream is not None else subprocess.DEVNULL,
+                          env=env)
     _limit_memory(proc.pid)
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
+    timer = children.deadline(proc, timeout)
     feed_errors: list[BaseException] = []
     breaks: list[int] = []  # grep line numbers that end at a newline the feeder inserted
     feeder = None
@@ -359,8 +360,8 @@ def grep_candidates(
     finally:
         timer.cancel()
         if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+            children.stop(proc)
+        children.release(proc)
         if feeder is not None:
             feeder.join(timeout=5)
         if proc.stdout is not None:
