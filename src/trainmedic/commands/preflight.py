@@ -70,12 +70,12 @@ def run(args: argparse.Namespace) -> int:
                                  "script": cmd.script} if cmd else None,
         }, indent=2))
     else:
-        from trainmedic.commands.memory_output import print_checks
+        from trainmedic.commands.memory_output import print_checks, shown
 
         counts = {s: sum(c.status == s for c in checks) for s in ("pass", "warn", "fail")}
         print(f"preflight: {counts['fail']} failed, {counts['warn']} warnings, "
               f"{counts['pass']} passed")
         print_checks(checks)
         for note in cfg.notes + report.notes:
-            print(f"note: {note}")
+            print(shown(f"note: {note}"))
     return 1 if failed else 0
