@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
+OUTPUT_LIMIT = 16 << 20  # bytes of stdout (and of stderr) `run` keeps; a tool that prints more
 TERM_GRACE_S = 3.0  # how long a child asked to stop (SIGTERM) may take before SIGKILL
 REAP_S = 0.5  # a child stuck in the kernel (D state) cannot die at once: do not wait longer
 SIGNAL_GRACE_S = 1.0  # stopping everything on SIGTERM/SIGHUP: ssh and srun need less than this
@@ -124,25 +125,50 @@ def running() -> list[int]:
         return [pid for pid, proc in _live.items() if proc.poll() is None]
 
 
+def _collect(stream: IO[bytes], limit: int, sink: list[bytes]) -> None:
+    """Read a pipe to its end, keeping at most `limit` bytes: a tool that prints without end
+    (garbage, `yes`) costs time until its deadline, never memory."""
+    kept = 0
+    with contextlib.suppress(OSError, ValueError):
+        while chunk := os.read(stream.fileno(), 1 << 16):
+            if kept < limit:
+                sink.append(chunk[: limit - kept])
+                kept += len(sink[-1])
+    with contextlib.suppress(OSError):
+        stream.close()
+
+
 def run(argv: Sequence[str], timeout: float, *, env: dict[str, str] | None = None,
-        grace: float = 0.0) -> Finished:
-    """Run `argv` to its end or for at most `timeout` seconds, collecting its output. OSError
-    when it cannot start; KeyboardInterrupt (and anything else) stops it before propagating."""
+        grace: float = 0.0, limit: int = OUTPUT_LIMIT) -> Finished:
+    """Run `argv` to its end or for at most `timeout` seconds, keeping at most `limit` bytes of
+    each output. OSError when it cannot start; KeyboardInterrupt (and anything else) stops it
+    before propagating."""
     started = time.monotonic()
     proc = spawn(argv, env=env)
+    out: list[bytes] = []
+    err: list[bytes] = []
+    readers = [threading.Thread(target=_collect, args=(pipe, limit, sink), daemon=True)
+               for pipe, sink in ((proc.stdout, out), (proc.stderr, err))]
+    for reader in readers:
+        reader.start()
+    end = started + timeout
     try:
-        out, err = proc.communicate(timeout=timeout)
+        proc.wait(timeout=timeout)
+        for reader in readers:  # the output ends when every process holding the pipes ends
+            reader.join(max(0.0, end - time.monotonic()))
+        timed_out = any(reader.is_alive() for reader in readers)
     except subprocess.TimeoutExpired:
-        stop(proc, grace)
-        out = err = b""
-        with contextlib.suppress(subprocess.TimeoutExpired, OSError, ValueError):
-            out, err = proc.communicate(timeout=REAP_S)
-        return Finished(out or b"", err or b"", None, True, time.monotonic() - started)
+        timed_out = True
     except BaseException:
         stop(proc)
         raise
+    if timed_out:
+        stop(proc, grace)
+        for reader in readers:  # the pipes close when the group is gone; a child stuck in
+            reader.join(REAP_S)  # the kernel may hold them open: then keep what was read
     release(proc)
-    return Finished(out or b"", err or b"", proc.returncode, False, time.monotonic() - started)
+    return Finished(b"".join(out), b"".join(err), None if timed_out else proc.returncode,
+                    timed_out, time.monotonic() - started)
 
 
 def deadline(proc: subprocess.Popen[Any], seconds: float, grace: float = 0.0) -> threading.Timer:

@@ -166,3 +166,22 @@ def test_a_child_cannot_start_once_trainmedic_is_stopping(monkeypatch):
     monkeypatch.setattr(children, "_stopping", True)
     with pytest.raises(OSError, match="stopping"):
         children.spawn(["/bin/true"])
+
+
+def test_run_keeps_a_bounded_part_of_endless_output(tmp_path):
+    endless = tmp_path / "endless"
+    endless.write_text("#!/bin/sh\nexec /usr/bin/yes garbage\n")
+    endless.chmod(0o755)
+    done = children.run([str(endless)], 1.0, limit=1 << 16)
+    assert done.timed_out and len(done.stdout) == 1 << 16
+    assert done.stdout.startswith(b"garbage\n")
+
+
+def test_a_daemon_left_holding_the_pipe_is_stopped_at_the_deadline(fakes, tmp_path):
+    _folder, _env, pids = fakes
+    script = tmp_path / "detach"
+    script.write_text('#!/bin/sh\n/bin/sleep 600 &\necho $! >> "$PIDS"\necho started\n')
+    script.chmod(0o755)
+    done = children.run([str(script)], 1.0)
+    assert done.timed_out and done.stdout == b"started\n"
+    assert none_alive(wait_for_pids(pids, 1)) == []
