@@ -137,3 +137,32 @@ def test_a_sweep_that_may_run_for_hours_is_confirmed_first(monkeypatch, capsys):
     monkeypatch.setenv("SLURM_JOB_NODELIST", "a[1-4096]")
     assert main(["probe", "--nodes", "slurm", "--json"]) == 0  # one srun step: one timeout
     assert ran == ["ssh", "ssh", "srun"]
+
+
+def test_the_parse_cache_is_pruned_when_it_writes(tmp_path, monkeypatch):
+    import time
+
+    from trainmedic.state import tree_cache_dir
+    from trainmedic.trees import cache
+
+    folder = tree_cache_dir()
+    folder.mkdir(parents=True, mode=0o700)
+    now = time.time()
+
+    def entry(name: str, size: int, age_days: float) -> Path:
+        path = folder / name
+        path.write_bytes(b"x" * size)
+        os.utime(path, (now - age_days * 86400, now - age_days * 86400))
+        return path
+
+    gone = entry("old.pickle", 10, 40)  # a tree from a scratch folder, long gone
+    left = entry(".killed.tmp", 10, 1)  # a killed writer's temporary file
+    oldest = entry("a.pickle", 600_000, 3)
+    newer = entry("b.pickle", 600_000, 2)
+    unrelated = entry("notes.txt", 10, 400)
+    monkeypatch.setattr(cache, "MAX_CACHE_BYTES", 1_000_000)  # room for one of the two
+    monkeypatch.setattr(cache, "_pruned", set())
+    cache.load_cached(TREE, str(TREE))  # a miss: parses, writes its entry, prunes
+    fresh = _entry(tmp_path / "cache")
+    assert fresh.exists() and newer.exists() and unrelated.exists()
+    assert not gone.exists() and not left.exists() and not oldest.exists()
