@@ -210,10 +210,11 @@ def claim_walk(walk_id: str) -> bool:
             folder.mkdir(parents=True, exist_ok=True)
             _locks[folder] = os.open(folder / LOCKS_FILE, os.O_RDWR | os.O_CREAT
                                      | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:  # no lock to be had here (read-only, unreadable): saving says why
+        return True
+    try:
         fcntl.lockf(_locks[folder], fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _lock_offset(walk_id))
-    except OSError as exc:
-        # EACCES/EAGAIN: the lock is held elsewhere; anything else: no lock to be had here
-        # (saving says why, if it fails too)
+    except OSError as exc:  # EACCES/EAGAIN: another process holds it
         return exc.errno not in (errno.EACCES, errno.EAGAIN)
     _held.add((folder, walk_id))
     return True
