@@ -303,4 +303,3 @@ def resume(forest: Forest, record: WalkRecord) -> tuple[WalkSession, str]:
     session.id = new_walk_id(session.tree)
     return session, (f"walk {record.id} is open in another trainmedic; continuing as a copy, "
                      f"{session.id} (the other keeps {record.id})")
-

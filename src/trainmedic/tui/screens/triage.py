@@ -111,7 +111,7 @@ class TriageScreen(AppScreen[None]):
         options.clear_options()
         status = self.query_one("#triage-status", Static)
         findings = self.report.findings if self.report is not None else []
-        # what could be read only in part (a cut line, a bomb, no line breaks): inert already
+        # sources read only in part (a decompression bomb, no line breaks): inert already
         notes = "".join(f"\n{note}" for note in self.report.notes) if self.report else ""
         if not findings:
             status.update(Text("No known failure found in it." + notes, style="yellow"))
