@@ -10,9 +10,10 @@ triage grep and the Slurm and git queries:
   SIGTERM first with a grace period for a child that must clean up (srun cancels its step).
 - Every live child is registered. When trainmedic ends (normally, on Ctrl-C, SIGTERM from
   `timeout` or scancel, SIGHUP from a dropped SSH connection), every registered group is stopped
-  (`stop_all`, the signal handlers of `install_signal_handlers`, and an atexit hook), so no
-  `nvidia-smi` or ssh session is left behind with PPID 1. Only SIGKILL of trainmedic itself can
-  leave one, and nothing can prevent that.
+  (`shutdown`, from the signal handlers of `install_signal_handlers`, the command line's Ctrl-C
+  and an atexit hook), so no `nvidia-smi` or ssh session is left behind with PPID 1. A child that
+  is being started at that moment is waited for and stopped too. Only SIGKILL of trainmedic
+  itself can leave one, and nothing can prevent that.
 
 Ground floor: imports nothing of trainmedic.
 """
@@ -37,7 +38,10 @@ SIGNAL_GRACE_S = 1.0  # stopping everything on SIGTERM/SIGHUP: ssh and srun need
 
 _live: dict[int, subprocess.Popen[Any]] = {}  # pid -> child, while it may still run
 _lock = threading.RLock()  # re-entrant: a signal handler runs in whichever thread holds it
-_stopping = False  # trainmedic is ending on a signal: start nothing new
+_stopping = False  # trainmedic is ending: start nothing new
+_starting = 0  # children between fork and registration (any thread)
+_main_starting = False  # the main thread is starting one: its signals wait until it is known
+_deferred: list[int] = []  # signals that arrived meanwhile
 
 
 @dataclass
@@ -55,16 +59,29 @@ def spawn(argv: Sequence[str], *, stdin: int | IO[Any] | None = subprocess.DEVNU
           env: dict[str, str] | None = None, text: bool = False) -> subprocess.Popen[Any]:
     """Start `argv` (never through a shell) in its own session, stdout and stderr piped, and
     register it. OSError when it cannot start (or when trainmedic is ending)."""
+    global _starting, _main_starting
     if _stopping:
         raise OSError("trainmedic is stopping")
     _install_atexit()
-    proc: subprocess.Popen[Any] = subprocess.Popen(
-        list(argv), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-        start_new_session=True, text=text, errors="replace" if text else None,
-    )
-    with _lock:
-        _live[proc.pid] = proc
-    if _stopping:  # a signal arrived while it started
+    main = threading.current_thread() is threading.main_thread()
+    with _lock:  # from here until it is registered, ending trainmedic waits for this child
+        _starting += 1
+        _main_starting = _main_starting or main
+    try:
+        proc: subprocess.Popen[Any] = subprocess.Popen(
+            list(argv), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+            start_new_session=True, text=text, errors="replace" if text else None,
+        )
+        with _lock:
+            _live[proc.pid] = proc
+    finally:
+        with _lock:
+            _starting -= 1
+            if main:
+                _main_starting = False
+        if main and _deferred:  # a signal came while this child was unknown: act on it now
+            _on_signal(_deferred.pop(0), None)
+    if _stopping:  # trainmedic began to end while it started
         stop(proc)
     return proc
 
@@ -117,6 +134,23 @@ def stop_all(grace: float = 0.0) -> None:
                 proc.wait(timeout=max(0.0, end - time.monotonic()))
     for proc in live:
         stop(proc)
+
+
+def shutdown(grace: float = SIGNAL_GRACE_S, *, final: bool = True) -> None:
+    """Stop every child for good: nothing new starts, every registered group is stopped, and
+    a child another thread is starting at this very moment is waited for (up to a second)
+    and stopped too. `final=False` lets children start again afterwards (the process goes
+    on: a command line run inside a test)."""
+    global _stopping
+    _stopping = True
+    try:
+        stop_all(grace)
+        end = time.monotonic() + 1.0
+        while _starting and time.monotonic() < end:
+            time.sleep(0.01)
+        stop_all()
+    finally:
+        _stopping = final
 
 
 def running() -> list[int]:
@@ -190,16 +224,24 @@ def _install_atexit() -> None:
     global _atexit_installed
     if not _atexit_installed:
         _atexit_installed = True
-        atexit.register(stop_all)
+        atexit.register(shutdown, 0.0)
 
 
 def _on_signal(signum: int, _frame: object) -> None:
     """SIGTERM/SIGHUP: stop every child group, then end as the signal asks (its default
-    action, so the exit status still says which signal it was)."""
-    global _stopping
-    _stopping = True
-    stop_all(SIGNAL_GRACE_S)
+    action, so the exit status still says which signal it was). SIGINT: KeyboardInterrupt,
+    which the command line answers with `shutdown`. Either waits while the main thread is
+    between starting a child and registering it, so that child is stopped too."""
+    if _main_starting:
+        _deferred.append(signum)
+        return
     previous = _handled.get(signum, signal.SIG_DFL)
+    if signum == signal.SIGINT:
+        if callable(previous) and previous is not _on_signal:
+            previous(signum, _frame)  # Python's own: KeyboardInterrupt
+            return
+        raise KeyboardInterrupt
+    shutdown(SIGNAL_GRACE_S)
     if callable(previous) and previous is not _on_signal:
         previous(signum, _frame)
         return
@@ -209,11 +251,11 @@ def _on_signal(signum: int, _frame: object) -> None:
 
 def install_signal_handlers() -> None:
     """Stop every child when trainmedic is told to end (SIGTERM, SIGHUP); Ctrl-C stays a
-    KeyboardInterrupt, which the command line answers with `stop_all`. Call from the main
+    KeyboardInterrupt, which the command line answers with `shutdown`. Call from the main
     thread; a signal the user set to be ignored (`nohup`) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         return
-    for name in ("SIGTERM", "SIGHUP"):
+    for name in ("SIGTERM", "SIGHUP", "SIGINT"):
         sig = getattr(signal, name, None)
         if sig is None or sig in _handled:
             continue

@@ -85,7 +85,7 @@ def _split(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     head, command, rest = _split(argv)
-    children.install_signal_handlers()  # SIGTERM/SIGHUP end every child group we started
+    children.install_signal_handlers()  # SIGTERM/SIGHUP/SIGINT end every child group started
     try:
         top = _top_parser().parse_args(head)
         if command is None:
@@ -115,7 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _error(f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc))
         return 2
     except KeyboardInterrupt:
-        children.stop_all(children.SIGNAL_GRACE_S)  # a probe's hung nvidia-smi, the ssh fan-out
+        # a probe's hung nvidia-smi, the ssh fan-out; children may start again afterwards only
+        # because tests run the command line inside one process
+        children.shutdown(children.SIGNAL_GRACE_S, final=False)
         print("trainmedic: interrupted", file=sys.stderr)
         return 130
 

@@ -185,3 +185,43 @@ def test_a_daemon_left_holding_the_pipe_is_stopped_at_the_deadline(fakes, tmp_pa
     done = children.run([str(script)], 1.0)
     assert done.timed_out and done.stdout == b"started\n"
     assert none_alive(wait_for_pids(pids, 1)) == []
+
+
+def test_a_signal_while_the_main_thread_starts_a_child_waits_until_it_is_known(fakes,
+                                                                             monkeypatch):
+    folder, _env, _pids = fakes
+    real = subprocess.Popen
+
+    def popen(*args, **kwargs):
+        proc = real(*args, **kwargs)
+        children._on_signal(signal.SIGINT, None)  # Ctrl-C before spawn has registered it
+        return proc
+
+    monkeypatch.setattr(children.subprocess, "Popen", popen)
+    with pytest.raises(KeyboardInterrupt):
+        children.spawn([str(folder / "nvidia-smi")])
+    (pid,) = children.running()  # known before the interrupt went on
+    children.shutdown(0.0, final=False)
+    assert none_alive([pid]) == [] and children.running() == []
+
+
+def test_shutdown_waits_for_a_child_another_thread_is_starting(fakes, monkeypatch):
+    import threading
+
+    folder, _env, pids = fakes
+    real = subprocess.Popen
+    forked = threading.Event()
+
+    def slow_popen(*args, **kwargs):
+        proc = real(*args, **kwargs)
+        forked.set()
+        time.sleep(0.3)  # not yet registered when shutdown begins
+        return proc
+
+    monkeypatch.setattr(children.subprocess, "Popen", slow_popen)
+    worker = threading.Thread(target=children.spawn, args=([str(folder / "ssh")],))
+    worker.start()
+    forked.wait(10)
+    children.shutdown(0.0, final=False)
+    worker.join(10)
+    assert none_alive(wait_for_pids(pids, 2)) == [] and children.running() == []
