@@ -27,6 +27,7 @@ BENCHMARKS = [
     ("memory_speed.py", [], [], "memory --json start-up vs a bare Python start"),
     ("hostile_input.py", [], ["--quick"], "1 MB line < 1 s, 2 GB line < 100 MiB, linear export"),
     ("memory_accuracy.py", [], [], "allocated model vs Megatron CI peaks: issue 17's floor"),
+    ("completion_speed.py", [], ["--runs", "5"], "a Tab (`__complete`) under 100 ms"),
 ]
 
 

@@ -1,13 +1,19 @@
-"""Throughput of `trainmedic triage` on a multi-GB log, as a ratio to `grep -E -c`.
+"""Throughput of `trainmedic triage` on long logs, as a ratio to `grep -E -c`.
 
-Generates a realistic training log (default 2 GB in /tmp): per step, NCCL INFO chatter and
-Python warnings from several ranks, a Megatron-LM iteration line every step, a checkpoint line
-every 500 steps, and near the end an OOM on one rank followed by watchdog timeouts on the
-others. Then times, on the same file:
-- reference: `grep -E -c` with patterns equivalent to triage's needles (signatures + loss lines);
-- `trainmedic triage FILE --json` (a fresh process, as a user runs it), with its peak RSS.
-Budget (DESIGN.md): triage throughput >= 0.5 x grep's.
-Run: .venv/bin/python benchmarks/triage_throughput.py [--size 2G]
+Two generated logs in /tmp, each timed on the same file against its reference:
+- noisy (default 2 GB): per step, NCCL INFO chatter and Python warnings from several ranks, a
+  Megatron-LM iteration line, a checkpoint line every 500 steps, and near the end an OOM on one
+  rank followed by watchdog timeouts on the others;
+- dense (default 400 MB): a long run's log, where nearly every line is an iteration line
+  (Megatron-LM core's `training_log` template with its timestamp, as in
+  tests/fixtures/loss/megatron_lm_moe_timestamped.log), checkpoint lines, the same ending.
+Reference: `grep -E -c` with the needles triage searches that file for (`needles_for`): on
+the noisy log every needle, progress lines included; on the dense log the signature and
+side-line needles, because its iteration lines are read by the loss package's block reader,
+not prefiltered. The time of `grep -E -c` with every needle is printed beside it.
+Triage runs as a user runs it (`trainmedic triage FILE --json`, a fresh process), with its
+peak RSS. Budget (DESIGN.md): triage throughput >= 0.5 x grep's, on both logs.
+Run: .venv/bin/python benchmarks/triage_throughput.py [--size 2G] [--dense-size 400M]
 """
 
 from __future__ import annotations
@@ -33,52 +39,101 @@ NOISE = [
 ]
 
 
-def generate(path: str, size: int) -> None:
+def _write(path: str, size: int, steps_per_block: int, lines) -> None:
+    """Blocks of `lines(step)` until the file has `size` bytes, then the failure at the end."""
     step = 0
     written = 0
     with open(path, "wb") as out:
         while written < size:
-            block = []
-            for _ in range(64):
+            block: list[bytes] = []
+            for _ in range(steps_per_block):
                 step += 1
-                for k in range(60):  # ~60 lines of chatter per step
-                    r = (step + k) % 8
-                    block.append(NOISE[k % len(NOISE)] % {
-                        b"n": r // 8, b"pid": 4000 + r, b"tid": 5000 + k, b"r": r,
-                        b"p": (r + 1) % 8, b"c": k % 32})
-                loss = 2.0 + 8.0 * 2.718 ** (-step / 3000) + (step * 7919 % 100) / 2000
-                block.append(
-                    b" [2024-05-01 12:%02d:%02d] iteration %8d/ 1000000 | consumed samples: %12d |"
-                    b" elapsed time per iteration (ms): 4247.9 | learning rate: 2.999E-04 | global"
-                    b" batch size:   512 | lm loss: %.6E | loss scale: 1.0 | grad norm: 0.812 |"
-                    b" number of skipped iterations:   0 | number of nan iterations:   0 |"
-                    % (step // 60 % 60, step % 60, step, step * 512, loss))
-                if step % 500 == 0:
-                    block.append(b"  successfully saved checkpoint from iteration %7d to /ckpt"
-                                 % step)
+                block += lines(step)
             data = b"\n".join(block) + b"\n"
             out.write(data)
             written += len(data)
+        _ending(out, step)
+
+
+def _noisy_step(step: int) -> list[bytes]:
+    block = []
+    for k in range(60):  # ~60 lines of chatter per step
+        r = (step + k) % 8
+        block.append(NOISE[k % len(NOISE)] % {
+            b"n": r // 8, b"pid": 4000 + r, b"tid": 5000 + k, b"r": r,
+            b"p": (r + 1) % 8, b"c": k % 32})
+    loss = 2.0 + 8.0 * 2.718 ** (-step / 3000) + (step * 7919 % 100) / 2000
+    block.append(
+        b" [2024-05-01 12:%02d:%02d] iteration %8d/ 1000000 | consumed samples: %12d |"
+        b" elapsed time per iteration (ms): 4247.9 | learning rate: 2.999E-04 | global"
+        b" batch size:   512 | lm loss: %.6E | loss scale: 1.0 | grad norm: 0.812 |"
+        b" number of skipped iterations:   0 | number of nan iterations:   0 |"
+        % (step // 60 % 60, step % 60, step, step * 512, loss))
+    if step % 500 == 0:
+        block.append(b"  successfully saved checkpoint from iteration %7d to /ckpt" % step)
+    return block
+
+
+def generate(path: str, size: int) -> None:
+    """The noisy log: chatter from every rank around each iteration line."""
+    _write(path, size, 64, _noisy_step)
+
+
+def _ending(out, step: int) -> None:
+    out.write(
+        b"[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+        b"GPU 3 has a total capacity of 79.15 GiB of which 1.02 GiB is free. Including "
+        b"non-PyTorch "
+        b"memory, this process has 78.11 GiB memory in use. Of the allocated memory 70.20 GiB "
+        b"is allocated by PyTorch, and 6.90 GiB is reserved by PyTorch but unallocated.\n")
+    for r in (0, 1, 2, 4, 5, 6, 7):
         out.write(
-            b"[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
-            b"GPU 3 has a total capacity of 79.15 GiB of which 1.02 GiB is free. Including "
-            b"non-PyTorch "
-            b"memory, this process has 78.11 GiB memory in use. Of the allocated memory 70.20 GiB "
-            b"is allocated by PyTorch, and 6.90 GiB is reserved by PyTorch but unallocated.\n")
-        for r in (0, 1, 2, 4, 5, 6, 7):
-            out.write(
-                b"[rank%d]:[E501 12:21:07.1 ProcessGroupNCCL.cpp:607] [Rank %d] Watchdog caught "
-                b"collective operation timeout: WorkNCCL(SeqNum=%d, OpType=ALLREDUCE, NumelIn=1, "
-                b"NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n"
-                % (r, r, step))
+            b"[rank%d]:[E501 12:21:07.1 ProcessGroupNCCL.cpp:607] [Rank %d] Watchdog caught "
+            b"collective operation timeout: WorkNCCL(SeqNum=%d, OpType=ALLREDUCE, NumelIn=1, "
+            b"NumelOut=1, Timeout(ms)=600000) ran for 600001 milliseconds before timing out.\n"
+            % (r, r, step))
 
 
-def grep_pattern() -> str:
-    """An ERE equivalent to triage's needles (the same literals, as one alternation)."""
+DENSE = (b" [2024-05-01 12:%02d:%02d.%06d] iteration %8d/ 1000000 | consumed samples: %12d |"
+         b" elapsed time per iteration (ms): %.1f | throughput per GPU (TFLOP/s/GPU): %.1f |"
+         b" learning rate: %.6E | global batch size:  1024 | lm loss: %.6E | loss scale: 1.0 |"
+         b" grad norm: %.3f | number of skipped iterations:   0 | number of nan iterations:   0 |")
+
+
+def _dense_step(step: int) -> list[bytes]:
+    noise = (step * 7919 % 100) / 2000
+    loss = 2.0 + 8.0 * 2.718 ** (-step / 30000) + noise
+    block = [DENSE % (step // 60 % 60, step % 60, step * 7 % 1000000, step, step * 1024,
+                      5926.4 + noise * 100, 220.4 - noise, 3.0e-4, loss, 0.8 + noise)]
+    if step % 1000 == 0:
+        block.append(b"  successfully saved checkpoint from iteration %7d to "
+                     b"/lustre/ckpt/run [ t 1/1, p 1/1 ]" % step)
+    return block
+
+
+def generate_dense(path: str, size: int) -> None:
+    """Nearly every line an iteration line, as a long run's rank-last log is."""
+    _write(path, size, 4096, _dense_step)
+
+
+def needles_for(path: str) -> list[str]:
+    """The needles triage searches this file for (the scanner's own choice)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
+    from trainmedic.triage.scanner import _MEGATRON_LINE, SNIFF_BYTES
+    from trainmedic.triage.signatures import all_needles, side_needles
+
+    with open(path, "rb") as f:
+        head = f.read(SNIFF_BYTES)
+    return side_needles() if _MEGATRON_LINE.search(head) else all_needles()
+
+
+def grep_pattern(needles: list[str] | None = None) -> str:
+    """An ERE equivalent to the needles (the same literals, as one alternation)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
     from trainmedic.triage.signatures import all_needles
 
-    return "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n) for n in all_needles())
+    return "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n)
+                    for n in (needles or all_needles()))
 
 
 def timed(cmd: list[str]) -> tuple[float, int, bytes]:
@@ -89,40 +144,61 @@ def timed(cmd: list[str]) -> tuple[float, int, bytes]:
     return dt, rss, proc.stdout
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--size", default="2G", help="log size, e.g. 500M, 2G (default 2G)")
-    ap.add_argument("--path", default="/tmp/trainmedic_triage_bench.log")
-    ap.add_argument("--keep", action="store_true", help="keep the generated log")
-    args = ap.parse_args()
+def _size(text: str) -> int:
     unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    size = int(float(args.size[:-1]) * unit[args.size[-1].upper()]) \
-        if args.size[-1].upper() in unit else int(args.size)
-    if not os.path.exists(args.path) or os.path.getsize(args.path) < size:
-        print(f"generating {size / 2**30:.2f} GiB log at {args.path} ...", flush=True)
-        generate(args.path, size)
-    real = os.path.getsize(args.path)
+    return int(float(text[:-1]) * unit[text[-1].upper()]) if text[-1].upper() in unit \
+        else int(text)
+
+
+def run(name: str, path: str, size: int, make, keep: bool) -> float:
+    import json
+
+    if not os.path.exists(path) or os.path.getsize(path) < size:
+        print(f"generating {size / 2**30:.2f} GiB {name} log at {path} ...", flush=True)
+        make(path, size)
+    real = os.path.getsize(path)
     try:
         # warm the page cache so both read from memory
-        subprocess.run(["cat", args.path], stdout=subprocess.DEVNULL, timeout=3600)
+        subprocess.run(["cat", path], stdout=subprocess.DEVNULL, timeout=3600)
         # triage first: RUSAGE_CHILDREN's max RSS is then triage's (or its grep child's)
-        t_dt, t_rss, t_out = timed([sys.executable, "-m", "trainmedic", "triage", args.path,
+        t_dt, t_rss, t_out = timed([sys.executable, "-m", "trainmedic", "triage", path,
                                     "--json"])
-        g_dt, _g_rss, g_out = timed(["grep", "-E", "-c", grep_pattern(), args.path])
-        import json
-
-        top = json.loads(t_out)["findings"][0]["link"]
+        needles = needles_for(path)
+        g_dt, _g_rss, g_out = timed(["grep", "-E", "-c", grep_pattern(needles), path])
+        a_dt, _a_rss, _ = timed(["grep", "-E", "-c", grep_pattern(), path])
+        report = json.loads(t_out)
+        top = report["findings"][0]["link"] if report["findings"] else None
         gb = real / 1e9
-        print(f"log: {gb:.2f} GB, {int(g_out.strip() or 0)} lines matched by grep -E -c")
-        print(f"grep -E -c        : {g_dt:6.2f} s  {gb / g_dt:6.2f} GB/s")
-        print(f"trainmedic triage : {t_dt:6.2f} s  {gb / t_dt:6.2f} GB/s  peak RSS "
+        print(f"[{name}] log: {gb:.2f} GB, {int(g_out.strip() or 0)} lines matched by grep -E -c "
+              f"({len(needles)} needles); loss points read: {report['loss']['count']}")
+        print(f"[{name}] grep -E -c        : {g_dt:6.2f} s  {gb / g_dt:6.2f} GB/s"
+              f"   (every needle: {a_dt:.2f} s)")
+        print(f"[{name}] trainmedic triage : {t_dt:6.2f} s  {gb / t_dt:6.2f} GB/s  peak RSS "
               f"{t_rss / 1024:.0f} MiB  top finding {top}")
         ratio = g_dt / t_dt
-        print(f"ratio (triage throughput / grep throughput): {ratio:.2f}  "
+        print(f"[{name}] ratio (triage throughput / grep throughput): {ratio:.2f}  "
               f"(budget >= 0.50: {'OK' if ratio >= 0.5 else 'MISSED'})")
+        return ratio
     finally:
-        if not args.keep:
-            os.unlink(args.path)
+        if not keep:
+            os.unlink(path)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="2G", help="noisy log size, e.g. 500M, 2G (default 2G)")
+    ap.add_argument("--dense-size", default="400M", help="dense log size (default 400M)")
+    ap.add_argument("--only", choices=("noisy", "dense"), help="time one of the two logs")
+    ap.add_argument("--path", default="/tmp/trainmedic_triage_bench.log")
+    ap.add_argument("--dense-path", default="/tmp/trainmedic_triage_bench_dense.log")
+    ap.add_argument("--keep", action="store_true", help="keep the generated logs")
+    args = ap.parse_args()
+    ratios = []
+    if args.only in (None, "noisy"):
+        ratios.append(run("noisy", args.path, _size(args.size), generate, args.keep))
+    if args.only in (None, "dense"):
+        ratios.append(run("dense", args.dense_path, _size(args.dense_size), generate_dense,
+                          args.keep))
     return 0
 
 

@@ -5,6 +5,10 @@ Each subcommand lives in `trainmedic.commands.<name>` with `add_arguments(parser
 `preflight`) also has `split_argv(argv) -> (ours, passthrough)`, and gets `args.passthrough`.
 Only the chosen command's module is imported, so `lint`, `probe`, `triage`, `export` and
 `memory` never pay for Textual (or for each other).
+
+Exit codes: 0 fine, 1 a check found problems, 2 bad usage or unreadable input (always one
+line on stderr, never a usage block). A reader that closes the pipe early (`| head -1`) is not
+an error: the command stops quietly with 0.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from types import ModuleType
+from types import ModuleType, TracebackType
+from typing import NoReturn
 
 from trainmedic import __version__, children
 from trainmedic.commands import interactive_terminal
@@ -31,11 +36,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "preflight": ("preflight", "check a launch script before it burns GPU hours"),
     "report": ("report", "the Markdown incident report of a saved walk"),
     "schema": ("schema", "print the JSON Schema of the tree format"),
+    "serve": ("serve", "the app in a web browser (needs the web extra)"),
+    "completion": ("completion", "print the shell completion script for bash, zsh or fish"),
+}
+# Commands left out of --help: the completion scripts call `__complete KIND PREFIX`.
+HIDDEN_COMMANDS: dict[str, tuple[str, str]] = {
+    "__complete": ("complete", "print completion candidates (for the completion scripts)"),
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: `trainmedic: error: MESSAGE (see `PROG --help`)`, exit 2,
+    no usage block (the contract promises one line)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see `{self.prog} --help`)")
+
+
 def _top_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="trainmedic",
         description="Troubleshoot distributed training: decision trees, probes, log triage.",
         epilog="Without a command, the TUI opens at the home screen.",
@@ -52,11 +71,13 @@ def _top_parser() -> argparse.ArgumentParser:
 
 
 def _command(name: str) -> ModuleType:
-    return importlib.import_module(f"trainmedic.commands.{COMMANDS[name][0]}")
+    module_name, _help = COMMANDS.get(name) or HIDDEN_COMMANDS[name]
+    return importlib.import_module(f"trainmedic.commands.{module_name}")
 
 
 def _command_parser(name: str, module: ModuleType) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"trainmedic {name}", description=COMMANDS[name][1])
+    _module, help_text = COMMANDS.get(name) or HIDDEN_COMMANDS[name]
+    parser = Parser(prog=f"trainmedic {name}", description=help_text)
     parser.add_argument(
         "--trees", action="append", default=[], metavar="DIR",
         help="add a folder of user trees (repeatable)",
@@ -66,13 +87,23 @@ def _command_parser(name: str, module: ModuleType) -> argparse.ArgumentParser:
     return parser
 
 
+def parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The top parser and every command's own: the completion scripts are generated from them."""
+    return _top_parser(), {name: _command_parser(name, _command(name)) for name in COMMANDS}
+
+
+def _served_in_browser() -> bool:
+    """textual-serve runs the app over pipes with its web driver: no terminal, and none needed."""
+    return os.environ.get("TEXTUAL_DRIVER", "") == "textual.drivers.web_driver:WebDriver"
+
+
 def _split(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
     """Split global options (before the command) from the command and its own arguments."""
     head: list[str] = []
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg in COMMANDS:
+        if arg in COMMANDS or arg in HIDDEN_COMMANDS:
             return head, arg, argv[i + 1 :]
         head.append(arg)
         if arg == "--trees" and i + 1 < len(argv):
@@ -89,9 +120,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         top = _top_parser().parse_args(head)
         if command is None:
-            if not interactive_terminal():
-                raise UsageError("the app needs a terminal; in a pipe or a dumb terminal use "
-                                 "`trainmedic walk triage --plain` (or see `trainmedic --help`)")
+            if not interactive_terminal() and not _served_in_browser():
+                return main([*head, "walk", "triage"])  # as `walk TREE | cat`
             from trainmedic.tui.start import run_home
 
             return run_home(trees=top.trees)
@@ -102,6 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(ours)
         args.passthrough = passthrough
         args.trees = list(top.trees) + list(args.trees)
+        args.parsers = parsers  # what `completion` reads; a function, so no one else pays for it
         return int(args._run(args) or 0)
     except TrainmedicError as exc:
         _error(str(exc))
@@ -120,12 +151,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         children.shutdown(children.SIGNAL_GRACE_S, final=False)
         print("trainmedic: interrupted", file=sys.stderr)
         return 130
+    except SystemExit as exc:
+        # Rich meets a closed pipe by pointing stdout at /dev/null and exiting 1, which would
+        # read as "a check found problems"; a reader that stopped early is not a failure.
+        if _from_rich_broken_pipe(exc.__traceback__):
+            return 0
+        raise
 
 
 def _error(message: str) -> None:
     """The one line a failed command ends with. It often quotes input (a file name, a word of a
-    script, a saved walk's id): redacted, and on one line with control characters visible."""
+    script, a saved walk's id): redacted, and on one line with control characters visible.
+    `FILE:LINE: error: ...` says "error:" itself: not twice."""
     from trainmedic.redact import redact_text
     from trainmedic.textsafe import inert_line
 
-    print(f"trainmedic: error: {inert_line(redact_text(message))}", file=sys.stderr)
+    message = inert_line(redact_text(message))
+    print(f"trainmedic: {message}" if "error:" in message else f"trainmedic: error: {message}",
+          file=sys.stderr)
+
+
+def _from_rich_broken_pipe(tb: TracebackType | None) -> bool:
+    """The SystemExit was raised by Rich's `Console.on_broken_pipe`."""
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_name == "on_broken_pipe" \
+        and "rich" in tb.tb_frame.f_code.co_filename

@@ -7,7 +7,8 @@ output by itself; every piece of tree text is printed as plain `Text`, never as 
 
 from __future__ import annotations
 
-from typing import IO, TYPE_CHECKING
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
 
 from trainmedic.errors import UsageError
 from trainmedic.saved_walks import WalkRecord
@@ -192,10 +193,13 @@ def parse_answers(text: str) -> list[int]:
 
 def run_answers(session: WalkSession, answers: list[int], stdout: IO[str], *,
                 as_json: bool = False, probe_runner: ProbeRunner | None = None,
-                save: Saver = default_saver, err: IO[str] | None = None) -> int:
+                save: Saver = default_saver,
+                stamp: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                err: IO[str] | None = None) -> int:
     """Walk with the given 1-based answers (the probes of each question run first, as in the
-    other front ends, so the same suggestions are recorded); print the path taken and the fix
-    (SAVE_FAILED when the walk could not be saved: said on `err`, stderr by default)."""
+    other front ends, so the same suggestions are recorded); print the path taken and the fix.
+    `stamp` adds what every `--json` output starts with (the command line's versions).
+    SAVE_FAILED when the walk could not be saved: said on `err`, stderr by default."""
     save = watch = SaveWatch(save, err)
     for step, number in enumerate(answers, start=1):
         session.run_due_probes(probe_runner)
@@ -211,7 +215,9 @@ def run_answers(session: WalkSession, answers: list[int], stdout: IO[str], *,
     if as_json:
         import json
 
-        stdout.write(json.dumps(session.to_dict(), indent=1, ensure_ascii=False) + "\n")
+        data = session.to_dict()
+        stdout.write(json.dumps(stamp(data) if stamp else data, indent=1, ensure_ascii=False)
+                     + "\n")
     else:
         _print_path(session, stdout)
     if session.question is not None:

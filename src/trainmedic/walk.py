@@ -40,17 +40,22 @@ def new_walk_id(tree_id: str) -> str:
 
 
 def default_probe_runner() -> ProbeRunner:
-    """`run_probes`, imported only when a walk is going to suggest answers."""
-    from trainmedic.probes.runner import run_probes
+    """This machine's probes (a `LocalRunner`, which can also stream), imported only when a
+    walk is going to suggest answers."""
+    from trainmedic.probes.runner import LocalRunner
 
-    return run_probes
+    return LocalRunner()
 
 
 def facts_from(results: Iterable[ProbeResult]) -> tuple[dict[str, object], dict[str, str]]:
-    """Facts keyed `probe.fact` and their human evidence lines, from probe results."""
+    """Facts keyed `probe.fact` and their human evidence lines, from probe results. A probe that
+    could not tell (`unknown`: not the job's environment, unreadable output) lends no fact, so
+    no answer is suggested on a guess."""
     facts: dict[str, object] = {}
     evidence: dict[str, str] = {}
     for r in results:
+        if r.status == "unknown":
+            continue
         facts.update({f"{r.name}.{k}": v for k, v in r.facts.items()})
         evidence.update({f"{r.name}.{k}": v for k, v in r.evidence.items()})
     return facts, evidence

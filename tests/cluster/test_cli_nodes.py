@@ -118,3 +118,54 @@ def test_unrunnable_launcher_is_a_one_line_error(tmp_path, tool, argv, env):
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
     assert f"could not run {tool}" in done.stderr
+
+
+def healthy_node_tools(folder) -> None:
+    """This machine as a healthy GPU node: nvidia-smi and dmesg fakes (real captured GPU output
+    where the fixtures have it, plus the few synthetic lines noted below)."""
+    from pathlib import Path
+
+    probes = Path(__file__).resolve().parents[1] / "fixtures" / "probes"
+
+    def fixture_path(name: str) -> Path:
+        return probes / name
+
+    smi = folder / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\n"
+        'case "$*" in\n'
+        f'  *--query-gpu=index,name*) /bin/cat "{fixture_path("query_gpu_tesla_p100.csv")}" ;;\n'
+        f'  *"-q -x"*) /bin/cat "{fixture_path("smi_q_x_tesla_p100.xml")}" ;;\n'
+        # synthetic: the header nvidia-smi prints when no compute process holds memory
+        "  *--query-compute-apps*) echo 'pid, process_name, used_memory [MiB], gpu_uuid' ;;\n"
+        # synthetic: a one-GPU matrix and a -q report without a Fabric section
+        "  *topo*) printf '\\tGPU0\\tCPU Affinity\\nGPU0\\t X \\t0-63\\n' ;;\n"
+        "  *-q*) printf '==============NVSMI LOG==============\\n' ;;\n"
+        "  *) echo \"unsupported: $*\" >&2; exit 6 ;;\n"
+        "esac\n")
+    smi.chmod(0o755)
+    dmesg = folder / "dmesg"  # synthetic: a kernel log with no Xid line
+    dmesg.write_text("#!/bin/sh\necho '[    0.000000] Linux version 6.8.0 (buildd@lcy02)'\n")
+    dmesg.chmod(0o755)
+
+
+def test_a_stale_sweep_never_fails_a_healthy_node(cluster, monkeypatch):
+    """A Slurm prolog runs `trainmedic probe` on each node: a sweep that found a bad node an
+    hour ago must not fail the healthy node it now runs on (issue 21)."""
+    sweep = trainmedic("probe", "--nodes", "node[01-06]")
+    assert sweep.returncode == 1 and "node06" in sweep.stdout  # saved, with its bad node
+    healthy_node_tools(cluster.bin)
+    for name in ("MASTER_ADDR", "TRAINMEDIC_LAUNCH_SCRIPT", "CUDA_VISIBLE_DEVICES"):
+        monkeypatch.delenv(name, raising=False)
+    prolog = trainmedic("probe")
+    assert prolog.returncode == 0, prolog.stdout
+    assert "cluster" not in prolog.stdout and "node06" not in prolog.stdout
+    asked = trainmedic("probe", "--last-sweep")
+    assert asked.returncode == 0, asked.stdout
+    assert "last cluster sweep" in asked.stdout and "min ago" in asked.stdout
+    data = json.loads(trainmedic("probe", "--json", "--last-sweep").stdout)
+    assert data["last_sweep"]["status"] == "fail"
+    assert data["last_sweep"]["facts"]["bad_nodes"] == ["node06"]
+    assert all(p["name"] != "cluster" for p in data["probes"])
+    named = trainmedic("probe", "cluster", "gpu")  # asked for by name: shown, still not counted
+    assert named.returncode == 0 and "1 of 6 nodes differ or fail" in named.stdout

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from trainmedic import __version__
 from trainmedic.cluster import load_last_result
 from trainmedic.commands.probe_nodes import add_cluster_arguments, run_nodes
 from trainmedic.errors import UsageError
@@ -75,7 +76,7 @@ def test_slurm_allocation_through_srun(cluster, monkeypatch, capsys):
     # the saved result is the same, and its facts are what trees read
     saved = load_last_result()
     assert saved is not None and saved.bad_nodes == BAD
-    assert saved.to_dict() == result
+    assert {**saved.to_dict(), "schema_version": 1, "trainmedic_version": __version__} == result
     facts = cluster_facts(saved)
     assert facts["nodes"] == 26 and facts["bad_count"] == 10
     assert facts["xid_nodes"] == ["gpu-a7"]

@@ -119,7 +119,7 @@ def _stage0_activation_mib(layers_per_virtual_stage: str) -> float:
             "--num-layers-per-virtual-pipeline-stage", layers_per_virtual_stage,
             "--json", "--no-probe"]
     with contextlib.redirect_stdout(out):
-        assert main(argv) == 0
+        assert main(argv) in (0, 1)  # 1: it does not fit; the activations are compared
     return float(json.loads(out.getvalue())["activation_mib"])
 
 
@@ -452,14 +452,17 @@ def test_s6_bf16_causes_before_fp16_and_the_missing_spike_answers(forest):
 
 
 def test_s7_scheduler_ends_do_not_fall_into_something_else(forest):
-    question = _node(forest, "triage#scheduler-end")
-    assert isinstance(question, Question)
-    text = " ".join(str(a.text) for a in question.answers)
-    for needle in ("TIME LIMIT", "PREEMPTION", "NODE FAILURE", "OUT_OF_MEMORY"):
-        assert needle in text, needle
-    assert "triage#scheduler-end" in {
+    # triage#died -> died-other names the scheduler's verdicts and leads into the scheduler tree
+    assert "triage#died-other" in {
         str(forest.resolve("triage", a.goto)) for a in _node(forest, "triage#died").answers}
-    time_limit = _node(forest, "triage#time-limit")
+    other = _node(forest, "triage#died-other")
+    assert isinstance(other, Question)
+    to_scheduler = [a for a in other.answers
+                    if str(forest.resolve("triage", a.goto)).startswith("scheduler")]
+    assert len(to_scheduler) == 1
+    for needle in ("TIME LIMIT", "PREEMPTION", "NODE FAILURE", "OUT_OF_MEMORY"):
+        assert needle in str(to_scheduler[0].text), needle
+    time_limit = _node(forest, "scheduler#time-limit")
     assert "--exit-signal-handler" in _fix_text(time_limit)
 
 

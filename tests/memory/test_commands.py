@@ -37,7 +37,7 @@ def cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 def test_seed_example_json_carries_megatrons_three_numbers(capsys):
     rc, out, _ = cli(capsys, "memory", *SEED, "--json", "--no-probe")
-    assert rc == 0
+    assert rc == 1  # it does not fit: exit 1, as preflight fails its memory item
     data = json.loads(out)
     # hand-worked in test_megatron_formulas.test_seed_example_hand_numbers
     weights = 1_898_582_016 * 18
@@ -56,12 +56,12 @@ def test_seed_example_json_carries_megatrons_three_numbers(capsys):
 
 def test_human_output_verdict_first(capsys):
     rc, out, err = cli(capsys, "memory", *SEED, "--no-probe", "--gpu-memory", "80GiB")
-    assert rc == 0 and err == ""
+    assert rc == 1 and err == ""
     first = out.splitlines()[0]
     assert first.startswith("DOES NOT FIT: pipeline stage 0 needs")
     assert "Megatron theoretical memory" in out and "Cheapest changes that fit" in out
     rc, out, _ = cli(capsys, "memory", *SEED, "--gpu-memory", "400GiB")
-    assert out.startswith("FITS:")
+    assert out.startswith("FITS:") and rc == 0
 
 
 def test_capacity_from_the_gpu_probe(capsys, monkeypatch):
@@ -149,7 +149,7 @@ def test_memory_never_imports_textual():
     code = (
         "import sys; from trainmedic.cli import main; "
         f"rc = main(['memory', *{SEED!r}, '--json', '--no-probe']); "
-        "assert rc == 0; assert 'textual' not in sys.modules; assert 'rich' not in sys.modules"
+        "assert rc == 1; assert 'textual' not in sys.modules; assert 'rich' not in sys.modules"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=False)

@@ -85,3 +85,93 @@ def test_nccl_device_lists_are_checked_against_this_node():
     assert good.facts["socket_ifname_matches"] is True and good.facts["ib_hca_matches"] is True
     unknown = examine({"NCCL_IB_HCA": "mlx5_0"}, interfaces=None, hcas=None)
     assert unknown.facts["ib_hca_matches"] is True  # devices unknown: not judged
+
+
+# -- whose environment: this shell, the launch script's exports, or a running rank (F21) -----
+
+def _clear(monkeypatch):
+    for name in ("TRAINMEDIC_JOB_PID", "TRAINMEDIC_LAUNCH_SCRIPT", "TORCH_NCCL_TRACE_BUFFER_SIZE",
+                 "TORCH_FR_BUFFER_SIZE", "NCCL_ALGO"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_this_shell_is_labelled_as_not_the_job(monkeypatch):
+    from trainmedic.probes import env as env_probe
+    from trainmedic.probes.base import Budget, ProbeContext
+
+    _clear(monkeypatch)
+    result = env_probe.probe(Budget(2), ProbeContext())
+    check_types(result)
+    assert result.summary.startswith("in this shell, not the job: ")
+    assert result.source == "this shell, not the job" and result.facts["from_job"] is False
+    assert result.evidence["trace_buffer_set"].endswith("[this shell, not the job]")
+
+
+def test_a_running_rank_is_read_from_proc(monkeypatch):
+    import subprocess
+    import sys
+
+    from trainmedic.probes import env as env_probe
+    from trainmedic.probes.base import Budget, ProbeContext
+    from trainmedic.walk import WalkSession
+
+    _clear(monkeypatch)
+    marker = "trainmedic-test-rank-f21"
+    rank = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", marker],
+        env={"PATH": "/usr/bin:/bin", "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
+             "NCCL_ALGO": "Ring", "RANK": "3"})
+    try:
+        by_pid = env_probe.probe(Budget(2), ProbeContext(job_pid=str(rank.pid)))
+        monkeypatch.setenv("TRAINMEDIC_JOB_PID", marker)  # found by a name in its command line
+        by_name = env_probe.probe(Budget(2), ProbeContext())
+    finally:
+        rank.kill()
+        rank.wait()
+    for result in (by_pid, by_name):
+        check_types(result)
+        assert result.facts["from_job"] is True and result.facts["trace_buffer_set"] is True
+        assert result.facts["nccl_algo"] == "Ring" and result.status == "warn"
+        assert result.source.startswith(f"pid {rank.pid} (/proc/{rank.pid}/environ")
+        assert not result.summary.startswith("in this shell")
+    # the walk's "I can't tell" suggestion reads the job's flight recorder, not this shell's
+    from trainmedic.trees import load_forest
+
+    session = WalkSession(load_forest(), "nccl-hang#watchdog-timeout")
+    session.attach_probes([by_pid])
+    index, _lines = session.suggestion()
+    texts = [a.text for a in session.question.answers]
+    assert index is None or "can't tell" not in texts[index]
+
+
+def test_an_unreadable_or_absent_rank_is_unknown(monkeypatch, tmp_path):
+    from trainmedic.probes.job_env import read_process_env
+
+    missing = read_process_env("no-such-training-process-xyz")
+    assert missing.env is None and "no running process matches" in missing.source
+    proc = tmp_path / "proc"
+    (proc / "4242").mkdir(parents=True)
+    (proc / "4242" / "environ").write_bytes(b"RANK=0\0NCCL_DEBUG=INFO\0")
+    found = read_process_env("4242", proc)
+    assert found.from_job and found.env == {"RANK": "0", "NCCL_DEBUG": "INFO"}
+    gone = read_process_env("4243", proc)
+    assert gone.env is None and "4243/environ" in gone.source
+
+    from trainmedic.probes import env as env_probe
+    from trainmedic.probes.base import Budget, ProbeContext
+
+    result = env_probe.probe(Budget(2), ProbeContext(job_pid="no-such-training-process-xyz"))
+    assert result.status == "unknown" and result.facts == {}
+
+
+def test_the_launch_scripts_exports_are_applied_and_said(monkeypatch, tmp_path):
+    from trainmedic.probes import env as env_probe
+    from trainmedic.probes.base import Budget, ProbeContext
+
+    _clear(monkeypatch)
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/bash\nexport NCCL_ALGO=Tree\nexport TORCH_NCCL_TRACE_BUFFER_SIZE="
+                      "2000\ntorchrun --nproc_per_node 8 train.py\n")
+    result = env_probe.probe(Budget(2), ProbeContext(launch_command=str(script)))
+    assert result.facts["nccl_algo"] == "Tree" and result.facts["trace_buffer_set"] is True
+    assert result.source == "this shell with the exports of run.sh, not the running job"

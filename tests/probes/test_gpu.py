@@ -138,10 +138,15 @@ def test_missing_nvidia_smi_is_unavailable(fakebin):
     assert result.facts == {}
 
 
-def test_garbage_output_is_unavailable(fakebin):
+def test_garbage_output_is_unknown_and_shown_quoted(fakebin):
     fakebin("nvidia-smi", "echo 'Segmentation fault (core dumped)'; echo '@@@ ### !!!'")
     result = run()
-    assert result.status == "unavailable" and "Segmentation fault" in result.summary
+    assert result.status == "unknown" and "'Segmentation fault (core dumped)'" in result.summary
+    assert result.facts == {}  # nothing for a rule to read
+    fakebin("nvidia-smi", "/usr/bin/printf '\\377\\033[2Jgarbage ,,,\\n'")
+    summary = run().summary
+    assert "\x1b" not in summary and "\ufffd" not in summary  # escapes, not bytes
+    assert "\\x1b[2Jgarbage" in summary
 
 
 def test_hanging_nvidia_smi_comes_back_within_its_timeout(fakebin):
@@ -149,7 +154,8 @@ def test_hanging_nvidia_smi_comes_back_within_its_timeout(fakebin):
     start = time.monotonic()
     result = run(budget=1.0)
     assert time.monotonic() - start < 2.0
-    assert result.status == "unavailable" and "did not answer" in result.summary
+    # a hung nvidia-smi is a node fault (often a GPU that fell off the bus), not "n/a"
+    assert result.status == "fail" and "hung" in result.summary and "Xid 79" in result.summary
 
 
 def test_cuda_visible_devices_names_gpus_that_are_not_there(fakebin, monkeypatch):

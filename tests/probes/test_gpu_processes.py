@@ -51,7 +51,7 @@ def test_garbage_missing_and_failure(fakebin):
     result = run()
     assert result.status == "unavailable"
     fakebin("nvidia-smi", "echo '<<<binary junk>>>'")
-    assert run().status == "unavailable"
+    assert run().status == "unknown"
     fakebin("nvidia-smi", f'/bin/cat "{fixture_path("smi_no_driver.txt")}"; exit 9')
     assert run().status == "fail"
     fakebin("nvidia-smi", "echo 'Insufficient Permissions' >&2; exit 4")

@@ -29,7 +29,8 @@ CASES = {
     "hf_trainer_nan.log": ("loss-nan", "loss-spike#nan-loss"),
     "megatron_loss_missing_nan.log": ("loss-nan", "loss-spike#nan-loss"),
     "apex_overflow.log": ("loss-scale-collapse", "loss-spike#loss-scale-collapse"),
-    "deepspeed_loss_scale_minimum.log": ("loss-scale-minimum", "loss-spike#loss-scale-collapse"),
+    # the scale falling 32 -> 2 in five steps is found from the OVERFLOW lines themselves
+    "deepspeed_loss_scale_minimum.log": ("loss-scale-collapse", "loss-spike#loss-scale-collapse"),
     "device_assert.log": ("device-assert", "startup#device-assert"),
     "fused_kernels.log": ("fused-kernels", "startup#fused-kernels"),
     "fused_kernels_megatron.log": ("fused-kernels", "startup#fused-kernels"),

@@ -233,7 +233,8 @@ def _answer_finding(answer: NodeAnswer) -> NodeFinding | None:
 
 def _probe_status_findings(facts_by_host: dict[str, dict[str, object]],
                            known: list[NodeFinding]) -> list[NodeFinding]:
-    """A probe that fails or is unavailable on a minority of nodes only (and nothing explains)."""
+    """A probe that fails, is unavailable or cannot tell on a minority of nodes only (and nothing
+    explains it)."""
     explained = {(f.host, f.fact.partition(".")[0]) for f in known}
     found: list[NodeFinding] = []
     probes = {k[: -len(".status")] for f in facts_by_host.values() for k in f if
@@ -241,7 +242,7 @@ def _probe_status_findings(facts_by_host: dict[str, dict[str, object]],
     for probe in sorted(probes):
         status = {h: f.get(f"{probe}.status") for h, f in facts_by_host.items()
                   if f"{probe}.status" in f}
-        bad = {h: s for h, s in status.items() if s in ("fail", "unavailable")}
+        bad = {h: s for h, s in status.items() if s in ("fail", "unavailable", "unknown")}
         if not bad or len(bad) * 2 >= len(status):
             continue
         for host, state in bad.items():

@@ -36,8 +36,11 @@ def run(args: argparse.Namespace) -> int:
     warnings = len(problems) - errors
     failed = errors > 0 or (args.strict and warnings > 0)
     if args.json:
-        json.dump({"files": checked, "errors": errors, "warnings": warnings,
-                   "problems": [p.to_dict() for p in problems]}, sys.stdout, indent=2)
+        from trainmedic.commands.outputs import stamped
+
+        json.dump(stamped("lint", {"files": checked, "errors": errors, "warnings": warnings,
+                                   "problems": [p.to_dict() for p in problems]}),
+                  sys.stdout, indent=2)
         print()
     else:
         for problem in problems:

@@ -1,4 +1,8 @@
-"""`trainmedic memory`: theoretical per-GPU memory of a Megatron-style configuration."""
+"""`trainmedic memory`: theoretical per-GPU memory of a Megatron-style configuration.
+
+Exit 0 when it fits (or is tight), 1 when it does not fit (as `preflight` fails its memory
+item), 2 on bad input.
+"""
 
 from __future__ import annotations
 
@@ -28,9 +32,11 @@ def run(args: argparse.Namespace) -> int:
     report = add_suggestions(estimate(cfg, capacity_mib=capacity, capacity_source=source))
     report.checks = run_checks(cfg)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        from trainmedic.commands.outputs import stamped
+
+        print(json.dumps(stamped("memory", report.to_dict()), indent=2))
     else:
         from trainmedic.commands.memory_output import print_memory
 
         print_memory(report)
-    return 0
+    return 1 if report.verdict == "does not fit" else 0

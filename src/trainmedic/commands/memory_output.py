@@ -12,7 +12,7 @@ from trainmedic.memory.model import MemoryReport
 from trainmedic.redact import redact_text
 from trainmedic.textsafe import inert
 
-_STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red"}
+_STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 _VERDICT_STYLE = {"fits": "bold green", "tight": "bold yellow", "does not fit": "bold red"}
 MAX_STAGE_ROWS = 8
 

@@ -2,7 +2,10 @@
 
 Prints a table of probe results (status, one-line summary; `--verbose` adds facts and evidence)
 or, with `--json`, the contract form `{"host", "time", "probes"}` the cluster fan-out parses.
-Exit 0 when no probe failed, 1 when one did. Never imports Textual.
+Exit 0 when no probe of this machine failed, 1 when one did. The last cluster sweep is a
+record, not this machine: it is shown only when asked for (`--last-sweep`, or `cluster` by
+name), with its age, and never sets the exit status, so a stale sweep cannot fail a healthy
+node in a Slurm prolog or a CI check. Never imports Textual.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ import socket
 import sys
 from datetime import UTC, datetime
 
+from trainmedic.commands import add_job_arguments
 from trainmedic.errors import UsageError
-from trainmedic.probes.base import ProbeResult
+from trainmedic.probes.base import ProbeContext, ProbeResult
 
-STATUS_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "unavailable": "dim"}
+STATUS_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red", "unavailable": "dim",
+                "unknown": "magenta"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,6 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="per-probe time limit in seconds (default: each probe's own)",
     )
     parser.add_argument("--list", action="store_true", help="list the probes and their facts")
+    add_job_arguments(parser)
+    parser.add_argument("--script", metavar="FILE",
+                        help="the job's launch script: its Python, its exports and its memory "
+                             "estimate (default: TRAINMEDIC_LAUNCH_SCRIPT)")
+    parser.add_argument("--last-sweep", action="store_true",
+                        help="also show the last `--nodes` sweep, with its age (it never changes "
+                             "the exit status of a local run)")
     # the fan-out options live with the fan-out so the two stay in step
     from trainmedic.commands.probe_nodes import add_cluster_arguments
 
@@ -38,11 +50,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def payload(results: list[ProbeResult], *, include_raw: bool) -> dict:
-    return {
+    from trainmedic.commands.outputs import stamped
+
+    return stamped("probe", {
         "host": socket.gethostname(),
         "time": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
         "probes": [r.to_dict(include_raw=include_raw) for r in results],
-    }
+    })
+
+
+def failed(results: list[ProbeResult]) -> bool:
+    """A probe of this machine failed (a recorded input, such as the last sweep, never counts)."""
+    from trainmedic.probes.registry import PROBES
+
+    return any(r.status == "fail" and not (r.name in PROBES and PROBES[r.name].recorded)
+               for r in results)
 
 
 def _print_list(as_json: bool) -> None:
@@ -58,7 +80,8 @@ def _print_list(as_json: bool) -> None:
         print(f"{spec.name:14} {spec.description}\n{'':14} timeout {spec.timeout:g}s; {facts}")
 
 
-def _print_table(results: list[ProbeResult], verbose: bool, include_raw: bool) -> None:
+def _print_table(results: list[ProbeResult], verbose: bool, include_raw: bool,
+                 sweep: ProbeResult | None = None) -> None:
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -71,6 +94,8 @@ def _print_table(results: list[ProbeResult], verbose: bool, include_raw: bool) -
     for r in results:
         style = STATUS_STYLE.get(r.status, "")
         table.add_row(r.name, f"[{style}]{r.status}[/]", escape(r.summary))
+        if r.source and r.source not in r.summary:
+            table.add_row("", "", f"[dim]read from {escape(r.source)}[/]")
         if verbose:
             for fact, value in r.facts.items():
                 line = r.evidence.get(fact, "")
@@ -80,6 +105,10 @@ def _print_table(results: list[ProbeResult], verbose: bool, include_raw: bool) -
             if include_raw and r.raw:
                 table.add_row("", "", f"[dim]{escape(r.raw[:2000])}[/]")
     console.print(table)
+    if sweep is not None:
+        console.print(f"[bold]last cluster sweep[/] (a record, not this machine; not counted in "
+                      f"the exit status): [{STATUS_STYLE.get(sweep.status, '')}]{sweep.status}[/] "
+                      f"{escape(sweep.summary)}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,12 +128,20 @@ def run(args: argparse.Namespace) -> int:
     from trainmedic.probes.runner import run_probes
 
     require_known(args.names)
+    from trainmedic.probes.registry import machine_probes
 
-    results = run_probes(args.names or None, timeout=args.timeout)
+    context = ProbeContext(launch_command=args.script or "", python=args.python or "",
+                           job_pid=args.pid or "")
+    results = run_probes(args.names or machine_probes(), context, timeout=args.timeout)
+    sweep = run_probes(["cluster"])[0] if args.last_sweep and "cluster" not in args.names \
+        else None
     include_raw = not args.no_raw
     if args.json:
-        json.dump(payload(results, include_raw=include_raw), sys.stdout, indent=2)
+        data = payload(results, include_raw=include_raw)
+        if sweep is not None:
+            data["last_sweep"] = sweep.to_dict(include_raw=include_raw)
+        json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        _print_table(results, args.verbose, include_raw and args.verbose)
-    return 1 if any(r.status == "fail" for r in results) else 0
+        _print_table(results, args.verbose, include_raw and args.verbose, sweep)
+    return 1 if failed(results) else 0

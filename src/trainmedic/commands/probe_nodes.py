@@ -65,7 +65,9 @@ def run_nodes(args: argparse.Namespace) -> int:
         saved = ""
         print(f"trainmedic: warning: could not save the cluster result: {exc}", file=sys.stderr)
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
+        from trainmedic.commands.outputs import stamped
+
+        print(json.dumps(stamped("cluster", result.to_dict()), indent=2, default=str))
     else:
         sys.stdout.write(render_text(result, all_columns=args.all_columns))
         if saved:

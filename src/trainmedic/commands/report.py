@@ -56,8 +56,10 @@ def _list(as_json: bool) -> int:
              "finished": w.record.finished, "steps": len(w.record.steps), "path": str(w.path)}
             for w in walks]
     if as_json:
-        json.dump({"walks": rows, "skipped": [{"path": str(s.path), "reason": s.reason}
-                                              for s in skipped]}, sys.stdout, indent=2)
+        from trainmedic.commands.outputs import stamped
+
+        json.dump(stamped("report", {"walks": rows, "skipped": [
+            {"path": str(s.path), "reason": s.reason} for s in skipped]}), sys.stdout, indent=2)
         print()
     elif not rows:
         print("no saved walks", file=sys.stderr)
@@ -96,8 +98,11 @@ def run(args: argparse.Namespace) -> int:
         fresh = run_probes(None, saved.record.probe_context())
     forest = load_forest(args.trees)  # a report must work even while some tree has errors
     if args.json:
-        data = {"generated_by": "trainmedic report",
-                **build_report(saved.record, forest, repo=repo, fresh_probes=fresh)}
+        from trainmedic.commands.outputs import stamped
+
+        data = stamped("report", {"generated_by": "trainmedic report",
+                                  **build_report(saved.record, forest, repo=repo,
+                                                 fresh_probes=fresh)})
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
     else:
         text = render_report(saved.record, forest, repo=repo, fresh_probes=fresh)

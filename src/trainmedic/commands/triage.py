@@ -29,7 +29,9 @@ def run(args: argparse.Namespace) -> int:
 
     report = triage_paths(list(args.logs), use_grep=not args.no_grep)
     if args.json:
-        json.dump(report.to_dict(), sys.stdout, indent=2, default=str)
+        from trainmedic.commands.outputs import stamped
+
+        json.dump(stamped("triage", report.to_dict()), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         _print_human(report, show_all=args.all)
@@ -77,5 +79,14 @@ def _print_loss(console, report, escape) -> None:
     from trainmedic.triage.sparkline import sparkline
 
     line = sparkline([v for _s, v in loss.points], width=60)
-    console.print(f"loss ({loss.source}, {loss.count} points, steps {loss.first_step}.."
+    what = ", ".join(x for x in (loss.source, loss.framework if loss.framework != loss.source
+                                 else None) if x)
+    every = f", every {loss.log_interval} steps" if loss.log_interval > 1 else ""
+    console.print(f"loss ({what}, {loss.count} points{every}, steps {loss.first_step}.."
                   f"{loss.last_step}): {escape(line)}")
+    if loss.recoveries:
+        rec = loss.recoveries[0]
+        how = f"{rec.text}: {rec.command}" if rec.command else rec.text
+        console.print(f"way back ({rec.framework}): {escape(how)}")
+        for note in rec.notes:
+            console.print(f"  [dim]{escape(note)}[/]")

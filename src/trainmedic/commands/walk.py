@@ -9,7 +9,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from trainmedic.commands import interactive_terminal
+from trainmedic.commands import NO_TERMINAL_NOTE, add_job_arguments, interactive_terminal
 from trainmedic.errors import UsageError
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="continue the last saved walk, or the one named")
     parser.add_argument("--no-probes", action="store_true",
                         help="do not run probes to suggest answers")
+    add_job_arguments(parser)
     parser.add_argument("--json", action="store_true",
                         help="with --answers: print the walk as JSON")
 
@@ -52,8 +53,18 @@ def _resume(forest: Forest, name: str) -> WalkSession:
     return session
 
 
+def _job_hints(args: argparse.Namespace) -> None:
+    """--python/--pid reach the probes as the variables every front end reads."""
+    import os
+
+    if args.python:
+        os.environ["TRAINMEDIC_PYTHON"] = args.python
+    if args.pid:
+        os.environ["TRAINMEDIC_JOB_PID"] = args.pid
+
+
 def run(args: argparse.Namespace) -> int:
-    from trainmedic.trees import load_forest_or_fail
+    from trainmedic.trees import load_forest_skipping
     from trainmedic.walk import WalkSession
 
     if args.resume is not None and args.target:
@@ -67,20 +78,27 @@ def run(args: argparse.Namespace) -> int:
         answers = parse_answers(args.answers)
     if args.json and answers is None:
         raise UsageError("--json goes with --answers")
-    forest = load_forest_or_fail(args.trees)
+    forest, warnings = load_forest_skipping(args.trees)
+    for line in warnings:  # a broken user tree must not stop a walk during an incident
+        print(f"trainmedic: warning: {line}", file=sys.stderr)
     session = (_resume(forest, args.resume) if args.resume is not None
                else WalkSession(forest, args.target))
 
     from trainmedic.walk import default_probe_runner
 
+    _job_hints(args)
     runner = None if args.no_probes else default_probe_runner()
     if answers is not None:
+        from trainmedic.commands.outputs import stamped
         from trainmedic.plain import run_answers
 
-        return run_answers(session, answers, sys.stdout, as_json=args.json, probe_runner=runner)
+        return run_answers(session, answers, sys.stdout, as_json=args.json, probe_runner=runner,
+                           stamp=lambda data: stamped("walk", data))
     if args.plain or not interactive_terminal():
         from trainmedic.plain import run_plain
 
+        if not args.plain:
+            print(NO_TERMINAL_NOTE, file=sys.stderr)
         return run_plain(session, sys.stdin, sys.stdout, probe_runner=runner)
     from trainmedic.tui.start import run_walk
 

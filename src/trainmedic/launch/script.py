@@ -1,8 +1,10 @@
 """Find the training command in a launch script, and read the script a person named.
 
 The script is interpreted statically (see `shell.py`); the training command is the one that
-runs a `.py` file with Megatron model flags (`--num-layers`, `--hidden-size`, ...). Launcher
-options before that file (torchrun, deepspeed, srun) give the world size.
+runs a `.py` file with Megatron model flags (`--num-layers`, `--hidden-size`, ...), else one
+started by a launcher (torchrun, deepspeed, accelerate, srun, mpirun) or named *train*.
+Launcher options before that file give the world size (see `launcher.py`); a batch script's
+`#SBATCH` options seed the SLURM_* variables the script may read.
 """
 
 from __future__ import annotations
@@ -13,7 +15,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainmedic.errors import UsageError
-from trainmedic.launch.shell import UNKNOWN, Command, ScriptSyntaxError, interpret
+from trainmedic.launch.launcher import (
+    Launch,
+    count,
+    describe_launch,
+    sbatch_options,
+    slurm_environment,
+    steps_of,
+)
+from trainmedic.launch.shell import Command, ScriptSyntaxError, interpret
 from trainmedic.safefile import TooLarge, read_bounded
 
 MAX_SCRIPT_BYTES = 8 * 1024 * 1024
@@ -33,6 +43,19 @@ class TrainingCommand:
     exported: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     world_size_var: int | None = None  # WORLD_SIZE as the script set it, when it is a number
+    sbatch: dict[str, str] = field(default_factory=dict)  # the script's #SBATCH options
+    before: list[Command] = field(default_factory=list)  # commands run before it (activate...)
+    variables: dict[str, str] = field(default_factory=dict)  # the script's variables then
+
+    @property
+    def launch(self) -> Launch:
+        """Its launchers, world size and node count."""
+        return describe_launch(self.launcher, self.sbatch)
+
+    @property
+    def has_model_flags(self) -> bool:
+        """It gives Megatron model arguments (the memory estimate and Megatron checks need)."""
+        return _has_model_flags(self.args)
 
 
 def read_script(path: str) -> str:
@@ -79,66 +102,66 @@ def _python_file_index(argv: list[str]) -> int | None:
     return None
 
 
-def find_training_command(commands: list[Command]) -> TrainingCommand | None:
-    """The last command running a .py with Megatron model flags (else one named *train*)."""
-    strong: list[tuple[Command, int]] = []
-    weak: list[tuple[Command, int]] = []
-    for cmd in commands:
+def _module_index(argv: list[str]) -> int | None:
+    """`torchrun -m pkg.train ...`, `python -m pkg.train`: the module name's position (the
+    launchers' own `python -m torch.distributed.run` is a launcher, not the program)."""
+    for k, word in enumerate(argv[:-1]):
+        if word == "-m" and not argv[k + 1].startswith(("torch.distributed.", "deepspeed.",
+                                                         "accelerate.")):
+            return k + 1
+    return None
+
+
+def _launched(prefix: list[str]) -> bool:
+    return any(step.name != "python" for step in steps_of(prefix))
+
+
+def find_training_command(commands: list[Command], *,
+                          launcher_only: bool = False) -> TrainingCommand | None:
+    """The last command running a .py with Megatron model flags, else the last one started by
+    a launcher or running a file named *train*; with `launcher_only` (preflight), else the last
+    `python X.py`, else the last launcher line that runs no program at all (`script` empty: a
+    check says so)."""
+    strong: list[tuple[int, int]] = []
+    weak: list[tuple[int, int]] = []
+    plain: list[tuple[int, int]] = []
+    for index, cmd in enumerate(commands):
         if os.path.basename(cmd.argv[0]) in _NOT_LAUNCHERS:
             continue
         k = _python_file_index(cmd.argv)
         if k is None:
-            continue
+            k = _module_index(cmd.argv)
+            if k is None or not steps_of(cmd.argv[:k - 1]):  # `-m` of no python or launcher
+                continue
         if _has_model_flags(cmd.argv[k + 1 :]):
-            strong.append((cmd, k))
-        elif "train" in os.path.basename(cmd.argv[k]):
-            weak.append((cmd, k))
-    found = strong or weak
+            strong.append((index, k))
+        elif "train" in os.path.basename(cmd.argv[k]) or _launched(cmd.argv[:k]):
+            weak.append((index, k))  # named *train*, or started by a launcher
+        elif steps_of(cmd.argv[:k]):
+            plain.append((index, k))  # `python anything.py`: for preflight only
+    found = strong or weak or (plain if launcher_only else [])
     if not found:
-        return None
-    cmd, k = found[-1]
+        return _programless(commands) if launcher_only else None
+    index, k = found[-1]
+    cmd = commands[index]
     args = cmd.argv[k + 1 :]
     for i, word in enumerate(args):  # a redirection ends the arguments
         if re.match(r"\d*[<>]", word):
             args = args[:i]
             break
-    return TrainingCommand(cmd.line, cmd.argv[:k], cmd.argv[k], args)
+    launcher = cmd.argv[:k]
+    if k > 0 and cmd.argv[k - 1] == "-m" and not cmd.argv[k].endswith(".py"):
+        launcher = cmd.argv[:k - 1]  # `-m` belongs to the module, not to the launcher
+    return TrainingCommand(cmd.line, launcher, cmd.argv[k], args, before=commands[:index])
 
 
-def _option(argv: list[str], names: tuple[str, ...]) -> str | None:
-    value = None
-    for i, word in enumerate(argv):
-        name, _, inline = word.partition("=")
-        if name in names:
-            if inline:
-                value = inline
-            elif i + 1 < len(argv):
-                value = argv[i + 1]
-    return value
-
-
-def _as_int(text: str | None) -> int | None:
-    if text is None or UNKNOWN in text:
-        return None
-    text = text.split(":")[-1]  # elastic torchrun --nnodes 1:4 -> the maximum
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-def launcher_world_size(launcher: list[str]) -> tuple[int | None, str]:
-    """World size from torchrun / deepspeed / srun options, with a description of the source."""
-    ntasks = _as_int(_option(launcher, ("--ntasks", "-n")))
-    if ntasks:
-        return ntasks, "srun --ntasks"
-    nproc = _as_int(_option(launcher, ("--nproc_per_node", "--nproc-per-node", "--num_gpus",
-                                       "--num-gpus", "--ntasks-per-node", "--gpus-per-node")))
-    nnodes = _as_int(_option(launcher, ("--nnodes", "--num_nodes", "--num-nodes", "--nodes",
-                                        "-N")))
-    if nproc:
-        return nproc * (nnodes or 1), "launcher --nnodes x --nproc-per-node"
-    return None, ""
+def _programless(commands: list[Command]) -> TrainingCommand | None:
+    spawners = {"torchrun", "deepspeed", "accelerate", "python"}
+    for index in range(len(commands) - 1, -1, -1):
+        cmd = commands[index]
+        if any(step.name in spawners for step in steps_of(cmd.argv)):
+            return TrainingCommand(cmd.line, cmd.argv, "", [], before=commands[:index])
+    return None
 
 
 def training_command(
@@ -147,21 +170,26 @@ def training_command(
     path: str = "<script>",
     env: dict[str, str] | None = None,
     argv: list[str] | None = None,
+    launcher_only: bool = False,
 ) -> TrainingCommand:
     """Interpret a launch script (with positional `argv`) and return its training command;
-    UsageError naming `path` when the script cannot be read or runs no training."""
+    UsageError naming `path` when the script cannot be read or runs no training
+    (`launcher_only`: a launcher line without a program is returned, for a check to name)."""
+    sbatch = sbatch_options(text)
     try:
-        shell = interpret(text, env, argv)
+        shell = interpret(text, {**slurm_environment(sbatch), **(env or {})}, argv)
     except ScriptSyntaxError as exc:
         raise UsageError(f"{path}: {exc}") from None
-    cmd = find_training_command(shell.commands)
+    cmd = find_training_command(shell.commands, launcher_only=launcher_only)
     if cmd is None:
         raise UsageError(
-            f"{path}: no training command found (expected a line running pretrain_gpt.py or "
-            "another .py with --num-layers/--hidden-size)"
+            f"{path}: no training command found (expected a line running a .py through "
+            "torchrun, deepspeed, accelerate, srun, mpirun or python)"
         )
+    cmd.sbatch = sbatch
+    cmd.variables = dict(shell.vars)
     cmd.exported = dict(shell.exported)
     cmd.notes = [f"{path}:{note[5:]}" if note.startswith("line ") else note
                  for note in shell.notes]
-    cmd.world_size_var = _as_int(shell.vars.get("WORLD_SIZE"))
+    cmd.world_size_var = count(shell.vars.get("WORLD_SIZE"))
     return cmd

@@ -1,38 +1,17 @@
 """Configuration checks that make Megatron fail at launch, or silently do something else.
 
-Every check, here, in the environment checks and in preflight's memory verdict, is one `Check`:
-a name, pass/warn/fail and one line; `to_dict()` is the `--json` form.
+Every check, here, in the launcher and environment checks (`trainmedic.launch.checks`, which
+defines `Check`) and in preflight's memory verdict, is one `Check`: a name, pass/warn/fail/skip
+and one line; `to_dict()` is the `--json` form.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
-
+from trainmedic.launch.checks import Check, CheckStatus
 from trainmedic.memory.config import MemoryConfig
 from trainmedic.memory.layout import effective_layer_count
 
-CheckStatus = Literal["pass", "warn", "fail"]
-_STATUSES: tuple[CheckStatus, ...] = ("pass", "warn", "fail")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One line of the preflight checklist."""
-
-    name: str
-    status: CheckStatus
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "status": self.status, "message": self.message}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> Check:
-        """Tolerant: an unknown status reads as a warning, missing text as empty."""
-        status: CheckStatus = next((s for s in _STATUSES if s == data.get("status")), "warn")
-        return cls(str(data.get("name", "")), status, str(data.get("message", "")))
+__all__ = ["Check", "CheckStatus", "run_checks"]
 
 
 def _check(name: str, ok: bool, good: str, bad: str, *,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from trainmedic.errors import UsageError
-from trainmedic.launch.script import TrainingCommand, launcher_world_size, training_command
+from trainmedic.launch.script import TrainingCommand, training_command
 from trainmedic.launch.shell import UNKNOWN
 from trainmedic.memory.config import FLAGS, MemoryConfig, config_from_args
 
@@ -34,6 +34,14 @@ def script_config_and_command(
     argv: list[str] | None = None,
 ) -> tuple[MemoryConfig, TrainingCommand]:
     cmd = training_command(text, path=path, env=env, argv=argv)
+    if not cmd.has_model_flags:
+        launcher = " → ".join(cmd.launch.names) or "the command"
+        raise UsageError(
+            f"{path}:{cmd.line}: {launcher} runs {os.path.basename(cmd.script)} without "
+            "Megatron model arguments (--num-layers, --hidden-size, --num-attention-heads): the "
+            "memory estimate needs them; `trainmedic preflight --script` still checks the "
+            "launcher, a DeepSpeed config and the environment"
+        )
     for i, word in enumerate(cmd.args):
         if UNKNOWN in word and i > 0 and cmd.args[i - 1] in FLAGS:
             raise UsageError(
@@ -50,7 +58,7 @@ def script_config_and_command(
     cfg.notes.append(f"training command: {os.path.basename(cmd.script)} at {path}:{cmd.line}")
     cfg.notes.extend(cmd.notes)
     if cfg.world_size is None:
-        world, source = launcher_world_size(cmd.launcher)
+        world, source = cmd.launch.world_size, cmd.launch.world_source
         if world is None and cmd.world_size_var:
             world, source = cmd.world_size_var, "WORLD_SIZE in the script"
         if world is not None:

@@ -8,7 +8,7 @@ from trainmedic.probes.base import ProbeResult
 def capacity_of(result: ProbeResult) -> float | None:
     """The smallest card's memory in MiB from a `gpu` probe result; None when it has none."""
     value = result.facts.get("min_memory_total_mib")
-    if result.status == "unavailable" or isinstance(value, bool) \
+    if result.status in ("unavailable", "unknown") or isinstance(value, bool) \
             or not isinstance(value, int | float) or value <= 0:
         return None
     return float(value)

@@ -3,16 +3,19 @@
 Incidents often trace back to a variable: a debugging switch left on (CUDA_LAUNCH_BLOCKING=1
 serialises every kernel), a variable no library reads (NCCL_TIMEOUT), a deprecated name, or two
 spellings that disagree. Values are shown redacted: secrets never leave this probe.
+
+The variables that matter are the job's. A running rank's are read from /proc/PID/environ when
+one is named (`--pid`, TRAINMEDIC_JOB_PID); otherwise this shell's are read, with the launch
+script's exports on top, and every line says so: a login shell is not the job.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 from collections.abc import Mapping
 from pathlib import Path
 
-from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult, unknown
 from trainmedic.redact import is_secret_name, redact_env
 
 NAME = "env"
@@ -75,7 +78,11 @@ _LABELS = {
     "async_error_handling": "TORCH_NCCL_ASYNC_ERROR_HANDLING=0 (hangs instead of failing)",
     "socket_ifname_matches": "NCCL_SOCKET_IFNAME matches no interface here",
     "ib_hca_matches": "NCCL_IB_HCA matches no RDMA device here",
+    "nccl_algo": "NCCL_ALGO={nccl_algo} forced",
+    "nccl_proto": "NCCL_PROTO={nccl_proto} forced",
 }
+# NCCL's documentation lists these under "Debugging": not for production nor kept in scripts.
+FORCED = {"NCCL_ALGO": "nccl_algo", "NCCL_PROTO": "nccl_proto"}
 
 
 def relevant(env: Mapping[str, str]) -> dict[str, str]:
@@ -130,11 +137,16 @@ def examine(
     env: Mapping[str, str],
     interfaces: list[str] | None = None,
     hcas: list[str] | None = None,
+    *,
+    where: str = "",
+    from_job: bool = False,
 ) -> ProbeResult:
     """Facts and findings for an environment (os.environ and this node's devices in production).
 
     `interfaces`/`hcas` are this node's network interfaces and RDMA devices; None or empty
-    means unknown, and then the NCCL device lists are not checked.
+    means unknown, and then the NCCL device lists are not checked. `where` says whose variables
+    these are ("this shell, not the job"; "pid 4242 (...)"), `from_job` that they are a running
+    rank's: every evidence line and the summary carry it.
     """
     findings: dict[str, str] = {}  # fact or variable -> human line
     ifname = env.get("NCCL_SOCKET_IFNAME", "").strip()
@@ -216,6 +228,11 @@ def examine(
         env.get("TORCH_FR_BUFFER_SIZE")
     )
     max_connections = env.get("CUDA_DEVICE_MAX_CONNECTIONS", "").strip()
+    forced = {fact: env.get(name, "").strip() for name, fact in FORCED.items()}
+    for name, fact in FORCED.items():
+        if forced[fact]:
+            findings[fact] = (f"{name}={forced[fact]} forces NCCL's choice: NCCL documents it "
+                              "for debugging only (slower or hangs on other topologies)")
 
     facts: dict[str, object] = {
         "myth_vars": myths,
@@ -236,6 +253,9 @@ def examine(
         "p2p_disabled": p2p_disabled,
         "finding_count": len(findings),
         "findings": list(findings.values()),
+        **forced,
+        "interfaces": [name for name in interfaces or [] if name != "lo"],
+        "from_job": from_job,
     }
     shown = redact_env(relevant(env))
     evidence = {
@@ -260,28 +280,41 @@ def examine(
         "async_error_handling",
         "socket_ifname_matches",
         "ib_hca_matches",
+        "nccl_algo",
+        "nccl_proto",
     ):
         if key in findings:
             evidence[key] = findings[key]
+    if where:
+        evidence = {k: f"{v} [{where}]" for k, v in evidence.items()}
     secrets = sum(1 for k in env if is_secret_name(k))
     raw = "\n".join(f"{k}={v}" for k, v in shown.items())
     if secrets:
         raw += f"\n# {secrets} secret-named variable(s) present, values not shown"
+    prefix = "" if from_job or not where else "in this shell, not the job: "
     if findings:
         labels = [_LABELS.get(key, f"{key} set") for key in findings]
-        summary = f"{len(findings)} finding(s): " + "; ".join(
-            label.format(nccl_debug=nccl_debug) for label in labels
+        summary = f"{prefix}{len(findings)} finding(s): " + "; ".join(
+            label.format(nccl_debug=nccl_debug, **forced) for label in labels
         )
-        return ProbeResult(NAME, "warn", summary, facts, raw, evidence=evidence)
+        return ProbeResult(NAME, "warn", summary, facts, raw, evidence=evidence, source=where)
     return ProbeResult(
         NAME,
         "ok",
-        f"{len(shown)} relevant variable(s), nothing suspicious",
+        f"{prefix}{len(shown)} relevant variable(s), nothing suspicious",
         facts,
         raw,
         evidence=evidence,
+        source=where,
     )
 
 
-def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
-    return examine(dict(os.environ), local_interfaces(), local_hcas())
+def probe(budget: Budget, context: ProbeContext = NO_CONTEXT) -> ProbeResult:
+    from trainmedic.probes.job_env import job_environment
+
+    job = job_environment(context)
+    if job.env is None:  # a rank was named but its variables cannot be read
+        return unknown(NAME, f"cannot read the job's environment: {job.source}",
+                       source=job.source)
+    return examine(job.env, local_interfaces(), local_hcas(), where=job.source,
+                   from_job=job.from_job)

@@ -164,9 +164,7 @@ def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
         return build_result(gpus, service, raw)
     facts: dict[str, object] = {"service": service} if service else {}
     if "NVSMI LOG" not in res.stdout and not re.search(r"^GPU\s+\S+:", res.stdout, re.M):
-        junk = nvsmi.first_line(res.stdout)[:120]
-        return ProbeResult(NAME, "unavailable", f"could not read nvidia-smi -q output: {junk}",
-                           facts, raw)
+        return nvsmi.unreadable(NAME, "nvidia-smi -q output", res.stdout, raw, facts)
     summary = "this driver's nvidia-smi -q shows no Fabric section (an older driver)"
     if service:
         summary += f"; nvidia-fabricmanager is {service}"

@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from trainmedic.probes import nvsmi
-from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult, Status
+from trainmedic.probes.base import NO_CONTEXT, Budget, ProbeContext, ProbeResult, Status, quoted
 from trainmedic.probes.subproc import run_cmd
 
 NAME = "gpu"
@@ -348,7 +348,8 @@ def build_result(
         warnings.append(f"hot: {evidence['max_temperature_c']}")
     if frac >= MEMORY_WARN:
         warnings.append(f"memory nearly full ({evidence['max_memory_fraction']})")
-    head = f"{len(gpus)} × {', '.join(models) or 'unknown model'}"
+    head = (f"{len(gpus)} × {', '.join(models) or 'unknown model'}" if gpus
+            else "no GPU answered nvidia-smi")
     head += f", driver {driver}" if driver else ""
     status: Status = "fail" if problems else "warn" if warnings else "ok"
     detail = problems + warnings + notes
@@ -377,13 +378,11 @@ def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
         if (m := nvsmi.DEVICE_HANDLE.search(line))
     ]
     if not rows and not wedged:
-        why = nvsmi.first_line(res.combined()) or "no output"
-        return ProbeResult(
-            NAME,
-            "unavailable",
-            f"could not read nvidia-smi output: {why[:160]}",
-            raw="\n".join(raw_parts),
-        )
+        if res.returncode != 0:
+            return ProbeResult(NAME, "fail", f"nvidia-smi failed (exit {res.returncode}): "
+                               f"{quoted(res.first_error_line(), 160)}",
+                               raw="\n".join(raw_parts))
+        return nvsmi.unreadable(NAME, "nvidia-smi output", res.combined(), "\n".join(raw_parts))
     gpus = parse_gpus(rows)
     notes: list[str] = []
     health: list[XmlHealth] = []

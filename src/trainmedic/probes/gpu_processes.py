@@ -76,9 +76,7 @@ def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     apps, other = nvsmi.parse_csv(res.stdout)
     junk = [line for line in other if "no running processes" not in line.lower()]
     if not apps and junk:
-        return ProbeResult(
-            NAME, "unavailable", f"could not read nvidia-smi output: {junk[0][:160]}", raw=raw
-        )
+        return nvsmi.unreadable(NAME, "nvidia-smi output", "\n".join(junk), raw)
     uuid_to_index: dict[str, str] = {}
     if apps:
         idx = run_cmd(INDEX_ARGV, budget.remaining())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import csv
 import re
 
-from trainmedic.probes.base import ProbeResult
+from trainmedic.probes.base import ProbeResult, quoted
 from trainmedic.probes.subproc import CmdResult
 
 NVIDIA_SMI = "nvidia-smi"
@@ -78,12 +78,12 @@ def failure(name: str, res: CmdResult) -> ProbeResult | None:
         return ProbeResult(
             name, "unavailable", "nvidia-smi not found: no NVIDIA driver here (a login node?)"
         )
-    if res.timed_out:
+    if res.timed_out:  # worse than an error: the driver is stuck on a GPU (a node fault)
         return ProbeResult(
             name,
-            "unavailable",
-            f"nvidia-smi did not answer ({res.error}); a hung nvidia-smi often means a GPU "
-            "fell off the bus: check the kernel-xid probe",
+            "fail",
+            f"nvidia-smi hung ({res.error}): a GPU has often fallen off the bus when it does; "
+            "check the kernel-xid probe (Xid 79) before running anything else on this node",
             raw=text,
         )
     if res.error:
@@ -110,6 +110,16 @@ def failure(name: str, res: CmdResult) -> ProbeResult | None:
             raw=text,
         )
     return None
+
+
+def unreadable(name: str, what: str, text: str, raw: str = "",
+               facts: dict[str, object] | None = None) -> ProbeResult:
+    """Output nvidia-smi printed that we cannot read: `unknown` (the GPUs are there, we cannot
+    tell their state), with the first line quoted inert: escapes, not bytes, reach the screen."""
+    line = first_line(text)
+    shown = quoted(line) if line else "no output"
+    return ProbeResult(name, "unknown", f"could not read {what}: {shown}", dict(facts or {}),
+                       raw=raw or text)
 
 
 def first_line(text: str) -> str:

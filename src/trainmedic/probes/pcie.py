@@ -156,8 +156,7 @@ def probe(budget: Budget, _context: ProbeContext = NO_CONTEXT) -> ProbeResult:
     try:
         links = parse_links(res.stdout)
     except ValueError as exc:
-        return ProbeResult(NAME, "unavailable", f"could not read nvidia-smi -q -x: {exc}",
-                           raw=raw)
+        return ProbeResult(NAME, "unknown", f"could not read nvidia-smi -q -x: {exc}", raw=raw)
     if not links:
         return ProbeResult(NAME, "unavailable", "nvidia-smi -q -x lists no GPU", raw=raw)
     return build_result(links, raw)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import cast
 
 from trainmedic.errors import UsageError
@@ -28,6 +28,12 @@ class ProbeSpec:
     module: str = ""  # trainmedic.probes.<module>.probe(budget, context) does the work
     func: Probe | None = field(default=None, compare=False)
     uses_launch_command: bool = False  # reads ProbeContext.launch_command
+    # the program a probe waits on: when the probe does not finish in time, that program hung
+    # (a hung nvidia-smi is a node fault, not "cannot tell")
+    waits_on: str = ""
+    # reads a saved record (the last cluster sweep), not this machine: shown only when asked
+    # for, and never part of a local run's exit status
+    recorded: bool = False
 
     def load(self) -> Probe:
         if self.func is not None:
@@ -74,6 +80,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "max_per_gpu": "int",
                 "total_memory_mib": "float",
                 "pids": "list",
+                "hidden_memory_mib": "float",
             },
             "gpu_processes",
         ),
@@ -89,6 +96,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "min_nvlinks": "int",
                 "nics": "list",
                 "gpus_without_near_nic": "int",
+                "count_matches_gpu": "bool",
             },
             "topology",
         ),
@@ -115,8 +123,13 @@ PROBES: dict[str, ProbeSpec] = {
                 "p2p_disabled": "bool",
                 "finding_count": "int",
                 "findings": "list",
+                "nccl_algo": "str",
+                "nccl_proto": "str",
+                "interfaces": "list",
+                "from_job": "bool",
             },
             "env",
+            uses_launch_command=True,
         ),
         ProbeSpec(
             "versions",
@@ -138,6 +151,7 @@ PROBES: dict[str, ProbeSpec] = {
                 "driver_too_old": "bool",
             },
             "versions",
+            uses_launch_command=True,
         ),
         ProbeSpec(
             "kernel-xid",
@@ -255,9 +269,17 @@ PROBES["cluster"] = ProbeSpec(
         "split_facts": "list", "age_s": "float",
     },
     "cluster_last",
+    recorded=True,
 )
 for _name, _description, _timeout, _facts, _module in HOST_PROBES:
     PROBES[_name] = ProbeSpec(_name, _description, _timeout, dict(_facts), _module)
+for _name in ("gpu", "gpu-processes", "topology", "fabric", "pcie"):
+    PROBES[_name] = replace(PROBES[_name], waits_on="nvidia-smi")
+
+
+def machine_probes() -> list[str]:
+    """The probes that read this machine: what a plain `trainmedic probe` runs."""
+    return [name for name, spec in PROBES.items() if not spec.recorded]
 
 
 def require_known(names: Iterable[str]) -> None:

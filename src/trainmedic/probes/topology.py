@@ -57,10 +57,7 @@ def build_result(text: str) -> ProbeResult:
     gpus = [c for c in columns if c.startswith("GPU") and c in matrix]
     nics = [c for c in columns if not c.startswith("GPU")]
     if not gpus:
-        why = nvsmi.first_line(text) or "empty output"
-        return ProbeResult(
-            NAME, "unavailable", f"could not read the topology matrix: {why[:120]}", raw=text
-        )
+        return nvsmi.unreadable(NAME, "the topology matrix", text)
     via_cpu: list[str] = []
     via_switch = 0
     nv_counts: list[int] = []

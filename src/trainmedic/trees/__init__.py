@@ -13,18 +13,25 @@ from trainmedic.lazy import lazy_attributes
 
 _WHERE = {
     "Forest": "forest", "Ref": "forest", "load_forest": "forest",
-    "load_forest_or_fail": "forest", "builtin_tree_dir": "paths",
+    "load_forest_or_fail": "forest", "load_forest_skipping": "forest",
+    "builtin_tree_dir": "paths",
     "Answer": "model", "Fix": "model", "Node": "model", "Question": "model",
     "Reference": "model", "Rule": "model", "Step": "model", "Text": "model", "Tree": "model",
 }
 
 __all__ = [
     "Answer", "Fix", "Forest", "Node", "Question", "Ref", "Reference", "Rule", "Step", "Text",
-    "Tree", "builtin_tree_dir", "load_forest", "load_forest_or_fail",
+    "Tree", "builtin_tree_dir", "load_forest", "load_forest_or_fail", "load_forest_skipping",
 ]
 
 if TYPE_CHECKING:
-    from trainmedic.trees.forest import Forest, Ref, load_forest, load_forest_or_fail
+    from trainmedic.trees.forest import (
+        Forest,
+        Ref,
+        load_forest,
+        load_forest_or_fail,
+        load_forest_skipping,
+    )
     from trainmedic.trees.model import (
         Answer,
         Fix,

@@ -20,7 +20,7 @@ from trainmedic.trees.paths import TREE_SUFFIXES, builtin_tree_dir, tree_files
 from trainmedic.trees.problems import Problem
 
 __all__ = ["TREE_SUFFIXES", "Forest", "Ref", "builtin_tree_dir", "load_forest",
-           "load_forest_or_fail", "tree_files"]
+           "load_forest_or_fail", "load_forest_skipping", "tree_files"]
 
 
 
@@ -144,6 +144,10 @@ def load_forest(extra: Iterable[str | Path] = (), *, builtin: bool = True) -> Fo
     user = load_files(tree_files(Path(p) for p in extra))
     if not builtin:
         return user
+    return _with_builtins(user)
+
+
+def _with_builtins(user: Forest) -> Forest:
     base = load_files(tree_files([builtin_tree_dir()]))
     base.unloaded |= user.unloaded
     for tree_id, tree in user.trees.items():
@@ -156,11 +160,35 @@ def _shadowed(problem: Problem, user: Forest) -> bool:
     return any(problem.file == t.file for t in user.trees.values())
 
 
-def load_forest_or_fail(extra: Iterable[str | Path] = ()) -> Forest:
-    """For commands that walk or export: refuse a forest with errors, naming the first."""
-    forest = load_forest(extra)
+def load_forest_skipping(extra: Iterable[str | Path] = ()) -> tuple[Forest, list[str]]:
+    """For the app and the walk, during an incident: the built-in trees plus every user file
+    that loads without an error; each broken user file is left out with a one-line warning
+    (`trainmedic lint` still fails on it). Errors in the built-in trees still refuse."""
+    user = load_files(tree_files(Path(p) for p in extra))
+    broken: dict[str, Problem] = {}
+    for problem in user.errors:
+        broken.setdefault(problem.file, problem)
+    kept = Forest(
+        trees={i: t for i, t in user.trees.items() if t.file not in broken},
+        problems=[p for p in user.problems if p.file not in broken],
+        unloaded=user.unloaded | {t.id for t in user.trees.values() if t.file in broken},
+    )
+    warnings = [f"skipped the tree file {first.file}: line {first.line}: {first.message}"
+                + (f" (and {n - 1} more; run `trainmedic lint {first.file}`)"
+                   if (n := sum(p.file == first.file for p in user.errors)) > 1 else "")
+                for first in broken.values()]
+    return _refuse_errors(_with_builtins(kept)), warnings
+
+
+def _refuse_errors(forest: Forest) -> Forest:
+    """`forest`, or a one-line UsageError naming its first error."""
     errors = forest.errors
     if errors:
         more = f" (and {len(errors) - 1} more; run `trainmedic lint`)" if len(errors) > 1 else ""
         raise UsageError(f"{errors[0]}{more}")
     return forest
+
+
+def load_forest_or_fail(extra: Iterable[str | Path] = ()) -> Forest:
+    """For commands that export: refuse a forest with errors, naming the first."""
+    return _refuse_errors(load_forest(extra))

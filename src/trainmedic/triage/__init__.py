@@ -15,9 +15,10 @@ from trainmedic.triage.report import Evidence, Finding, TriageReport
 def _finish(scanner) -> TriageReport:
     from trainmedic.triage.ranking import build_findings
 
+    loss = scanner.loss.finish()
     return TriageReport(
         findings=build_findings(scanner),
-        loss=scanner.loss.analysis,
+        loss=loss,
         ranks=scanner.ranks.to_dict(scanner.known_ranks),
         files=scanner.files,
         candidate_lines=scanner.candidate_lines,

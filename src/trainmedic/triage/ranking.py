@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from trainmedic.triage.loss_series import LossAnalysis
-from trainmedic.triage.report import Evidence, Finding
+from trainmedic.triage import lineinfo
+from trainmedic.triage.loss.model import LossAnalysis
+from trainmedic.triage.report import NO_ORDER, Evidence, Finding
 from trainmedic.triage.scanner import Hit, Scanner
 from trainmedic.triage.signatures import KIND_ORDER, SIGNATURES_BY_ID
 
@@ -23,6 +24,7 @@ def build_findings(scanner: Scanner) -> list[Finding]:
     year = next((h.first_time.year for h in hits if h.first_time and h.time_has_year), None)
     findings = [f for f in (_finding(h, scanner, year) for h in hits) if f is not None]
     findings += _rank_findings(scanner, year)
+    findings += _loss_findings(scanner, year)
     findings.sort(key=_sort_key)
     findings = _merge_same_node(findings)
     _explain(findings)
@@ -87,19 +89,8 @@ def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
     elif sig.id == "xid":
         codes = ", ".join(str(c) for c in details.get("codes", []))
         summary = f"Xid {codes} in the kernel log" if codes else sig.title
-    elif sig.id == "loss-spike":
-        summary, details = _spike_summary(loss)
-    elif sig.id == "loss-nan":
-        summary = _nan_summary(loss)
-    elif sig.id == "grad-norm-explosion":
-        step, g, base = loss.grad_explosions[0]
-        summary = (f"gradient norm {g:g} at step {step}, {g / base:.0f}x its rolling median "
-                   f"{base:g} ({len(loss.grad_explosions)} such steps)") if base else sig.title
-    elif sig.id == "loss-scale-collapse":
-        summary = (f"fp16 loss scale fell from {loss.loss_scale_max:g} to "
-                   f"{loss.loss_scale_min:g}: gradients keep overflowing")
     ranks = sorted(hit.ranks)
-    if ranks and sig.id not in ("loss-spike", "loss-nan"):
+    if ranks:
         summary = f"{_who(ranks)}: {summary}"
     if hit.count > 1:
         summary += f" ({hit.count} lines)"
@@ -151,32 +142,147 @@ def _oom_summary(hit: Hit) -> str:
     return text
 
 
-def _spike_summary(loss: LossAnalysis) -> tuple[str, dict]:
+def _loss_findings(scanner: Scanner, year: int | None) -> list[Finding]:
+    """Findings every loss run derives (spikes, NaN runs, scale, trends), with evidence."""
+    runs = scanner.loss.runs
+    out = []
+    for loss, evidence in runs:
+        found = _run_findings(scanner, loss, evidence, year)
+        if len(runs) > 1:
+            name = next((n.removeprefix("read from ") for n in loss.notes
+                         if n.startswith("read from ")), "text logs")
+            for f in found:
+                f.summary = f"{name}: {f.summary}"
+        out += found
+    return out
+
+
+def _run_findings(scanner: Scanner, loss: LossAnalysis, evidence: dict,
+                  year: int | None) -> list[Finding]:
+    files = {name: i for i, name in enumerate(scanner.files)}
+    made: list[tuple[str, str, int, dict]] = []
+    if loss.spikes:
+        made.append(("loss-spike", *_spike_summary(loss)))
+    if loss.nan_runs or loss.grad_norm_nan_count:
+        made.append(("loss-nan", _nan_summary(loss), max(1, len(loss.nan_runs)),
+                     {"nan_iterations": loss.nan_iterations, "nan_points": loss.nan_points}))
+    if loss.grad_explosions:
+        g = loss.grad_explosions[0]
+        ratio = f", {g.value / g.baseline:.0f}x its recent level {g.baseline:g}" if g.baseline \
+            else ""
+        made.append(("grad-norm-explosion",
+                     f"gradient norm {g.value:g} at step {g.step}{ratio}"
+                     + (f" ({len(loss.grad_explosions)} such steps)"
+                        if len(loss.grad_explosions) > 1 else ""), len(loss.grad_explosions),
+                     {"step": g.step}))
+    collapse = [e for e in loss.scale_events if e.kind == "scale-collapse"]
+    bursts = [e for e in loss.scale_events if e.kind == "overflow-burst"]
+    if collapse:
+        made.append(("loss-scale-collapse", _scale_summary(loss, collapse), len(collapse),
+                     {"recovery": loss.recoveries[0].to_dict()} if loss.recoveries else {}))
+    if bursts:
+        b = bursts[0]
+        made.append(("overflow-burst",
+                     f"{sum(e.overflows for e in bursts)} fp16 overflows in {len(bursts)} "
+                     f"burst(s) after the start-up search (first at step {b.start}: loss "
+                     f"scale {b.scale_from:g} -> {b.scale_to:g})", len(bursts), {}))
+    if loss.divergence is not None:
+        made.append(("loss-divergence", _divergence_summary(loss), 1, {}))
+    if loss.step_time is not None:
+        t = loss.step_time
+        made.append(("step-time-regression",
+                     f"time per iteration grew from {t.before:.0f} ms to {t.after:.0f} ms "
+                     f"({t.ratio:.1f}x) from step {t.start} to {t.end} (trend z={t.z:.1f})",
+                     1, {}))
+    out = []
+    for sig_id, summary, count, details in made:
+        sig = SIGNATURES_BY_ID[sig_id]
+        ev = evidence.get(sig_id, [])
+        first_time = None
+        has_year = True
+        if ev:
+            first_time, has_year = lineinfo.line_time_year(ev[0][2])
+        if first_time is not None and not has_year and year is not None:
+            try:
+                first_time = first_time.replace(year=year)
+            except ValueError:
+                first_time = None
+        out.append(Finding(
+            signature=sig.id, tree=sig.tree, node=sig.node, confidence=sig.confidence,
+            summary=summary, kind=sig.kind, count=count, ranks=[], first_time=first_time,
+            evidence=[Evidence(f, line, scanner.redact(text.strip())[:2000], None)
+                      for f, line, text in ev[:5]],
+            details=dict(details),
+            first_order=(files.get(ev[0][0], NO_ORDER[0]), ev[0][1]) if ev else NO_ORDER,
+        ))
+    return out
+
+
+def _spike_summary(loss: LossAnalysis) -> tuple[str, int, dict]:
+    from trainmedic.triage.loss.recovery import for_spike
+
     sp = loss.spikes[0]
     ratio = sp.peak_value / sp.baseline if sp.baseline else float("inf")
     state = f"recovered at {sp.end}" if sp.end is not None else "never recovered"
+    covers = (f" (the line averages steps {sp.first_bad}-{sp.start})"
+              if loss.log_interval > 1 and sp.first_bad is not None and sp.first_bad < sp.start
+              else "")
     more = f"; {len(loss.spikes)} spikes in all" if len(loss.spikes) > 1 else ""
-    summary = (f"loss spiked at iteration {sp.start} to {sp.peak_value:.4g} "
-               f"({ratio:.1f}x the rolling median {sp.baseline:.4g}), {state}{more}: "
-               f"{loss.recovery(sp)}")
-    return summary, {"recovery": loss.recovery(sp), "spike": sp.to_dict()}
+    rec = for_spike(loss, sp)
+    how = rec.text + (f": {rec.command}" if rec.command else "")
+    summary = (f"loss spiked at step {sp.start}{covers} to {sp.peak_value:.4g} "
+               f"({ratio:.1f}x the recent level {sp.baseline:.4g}), {state}{more}: {how}")
+    return summary, len(loss.spikes), {"recovery": rec.to_dict(), "spike": sp.to_dict()}
+
+
+def _scale_summary(loss: LossAnalysis, collapse: list) -> str:
+    e = collapse[0]
+    steps = f" between steps {e.start} and {e.end}" if e.end else ""
+    text = (f"fp16 loss scale fell from {e.scale_from:g} to {e.scale_to:g}{steps} "
+            f"({e.overflows} overflows after the start-up search): gradients keep overflowing")
+    if loss.divergence is not None or any(s.end is None for s in loss.spikes):
+        text += "; the loss rose meanwhile: a loss-scaler fault, not a data problem"
+    rec = next((r for r in loss.recoveries if r.action == "fix-scaler"), None)
+    if rec is not None and rec.command:
+        text += f" ({rec.command})"
+    return text
+
+
+def _divergence_summary(loss: LossAnalysis) -> str:
+    d = loss.divergence
+    assert d is not None
+    text = (f"the loss climbed steadily from {d.before:.4g} at step {d.start} to {d.after:.4g} "
+            f"by step {d.end} (+{(d.ratio - 1) * 100:.0f}%, trend z={d.z:.1f}) with no single "
+            "jump")
+    rec = loss.recoveries[0] if loss.recoveries else None
+    if rec is not None and rec.action == "fix-scaler":
+        text += ": the fp16 loss scale fell at the same time, a loss-scaler fault"
+    else:
+        ckpt = loss.checkpoint_before(d.start)
+        text += (f": roll back to the checkpoint of step {ckpt} and lower the learning rate"
+                 if ckpt is not None else ": lower the learning rate and check the data")
+    return text
 
 
 def _nan_summary(loss: LossAnalysis) -> str:
     parts = []
-    if loss.nan_count:
-        first = loss.nan_steps[0] if loss.nan_steps else "?"
-        parts.append(f"NaN/inf loss at {loss.nan_count} logged steps (first {first})")
-    if loss.missing_loss_steps:
-        parts.append(f"{loss.missing_loss_steps} Megatron iteration lines lost their loss field "
-                     "(Megatron omits a NaN average)")
+    runs = loss.nan_runs
+    if runs:
+        first = runs[0]
+        exact = all(r.exact for r in runs)
+        iters = (f"{loss.nan_iterations} NaN/inf iterations" if exact else
+                 f"NaN/inf in {loss.nan_iterations} iterations or fewer")
+        parts.append(f"{iters} at {sum(r.points for r in runs)} logged points in {len(runs)} "
+                     f"run(s), first at step {first.start}")
+    vanished = loss.missing_loss_steps
+    if vanished:
+        parts.append(f"{vanished} Megatron iteration lines lost their loss field (Megatron "
+                     "omits a NaN average)")
     if loss.grad_norm_nan_count:
-        parts.append(f"grad norm NaN/inf at {loss.grad_norm_nan_count} steps")
-        if loss.last_loss == 0.0:
+        parts.append(f"grad norm NaN/inf at {loss.grad_norm_nan_count} logged points")
+        if loss.last_zero_loss_with_nan_grad:
             parts.append("loss logged as 0.0 with a NaN grad norm: the weights are already NaN "
                          "(HF Trainer's logging_nan_inf_filter hides the NaN loss)")
-    if loss.nan_iterations:
-        parts.append(f"Megatron counted {loss.nan_iterations} nan iterations")
     return "; ".join(parts) or "the loss became NaN/inf"
 
 

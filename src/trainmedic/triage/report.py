@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from trainmedic.triage.loss_series import LossAnalysis
+    from trainmedic.triage.loss.model import LossAnalysis
 
 NO_ORDER = (1 << 30, 0)  # sorts after every position a scanner records
 _WHERE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+): (?P<text>.*)$", re.DOTALL)

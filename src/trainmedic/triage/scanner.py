@@ -3,10 +3,16 @@
 Memory is bounded whatever the log size: per signature a count, a rank set, the first time and
 at most `MAX_EVIDENCE` lines; the loss series is downsampled; the rank view keeps two lines per
 rank. Every other line is dropped as soon as it is read.
+
+Each source is sniffed first: a metrics file (trainer_state.json, CSV, JSONL, TensorBoard
+events) goes to the loss readers only; a file of Megatron-style iteration lines has those read
+in blocks by the loss package's fast reader while grep looks for the signature needles only
+(started first, so both run at once); any other log goes line by line through one prefilter.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -14,28 +20,32 @@ from datetime import datetime
 from itertools import pairwise
 from typing import BinaryIO
 
+from trainmedic.errors import UsageError
 from trainmedic.redact import redact_text
 from trainmedic.textsafe import inert, inert_line
 from trainmedic.triage import lineinfo
-from trainmedic.triage.loss_series import LossTracker
+from trainmedic.triage.loss import LossTracker
 from trainmedic.triage.rank_compare import RankCompare
 from trainmedic.triage.signatures import (
     SIGNATURES,
-    SIGNATURES_BY_ID,
     TRAINING_STARTED,
     Signature,
     all_needles,
     needle_index,
+    side_needles,
 )
 from trainmedic.triage.sources import (
     InputCut,
     Source,
-    candidates,
     grep_available,
     grep_candidates,
     python_candidates,
+    start_candidates,
     trie_pattern,
 )
+
+SNIFF_BYTES = 64 << 10
+_MEGATRON_LINE = re.compile(rb"\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?(?:loss|skipped)")
 
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
@@ -121,8 +131,10 @@ class Scanner:
 
     def __init__(self, *, use_grep: bool = True) -> None:
         self.needles = all_needles()
+        self.side_needles = side_needles()
         self._index = needle_index()
         self._combined_b = trie_pattern(self.needles)
+        self._side_b = trie_pattern(self.side_needles)
         # Signature needles only: progress lines are recognised by the loss tracker's own checks,
         # and leaving out their very common first letters (" ", "l", "o") keeps this scan fast.
         sig_needles = sorted({n for sig in SIGNATURES for n in sig.needles}, key=len, reverse=True)
@@ -136,44 +148,90 @@ class Scanner:
         self.files: list[str] = []
         self.notes: list[str] = []  # sources read only in part, and why
         self.redact = self.evidence_text
-        self._loss_marks = (0, 0, 0, 0)
         self._started_in_source = False
         self._progress_in_source = False
 
     # ---- driving -------------------------------------------------------------------------
     def scan(self, source: Source) -> None:
-        self._scan(source, candidates(source, self.needles, self._combined_b,
-                                      use_grep=self.use_grep))
+        # A file name is shown as it is; a hostile one must not carry escape sequences.
+        name = inert_line(source.name)
+        if name != source.name:
+            source = dataclasses.replace(source, name=name)
+        self.loss.begin(source.name)
+        kind, megatron = self._sniff(source)
+        if kind is not None:
+            self._scan_metrics(source, kind)
+            return
+        if megatron and (source.data is not None or (source.path is not None and not source.gz)):
+            # grep looks for the needles on every other line while Python reads the iteration
+            # lines in blocks; lines with more than an iteration line on them come back here
+            from trainmedic.triage.loss.megatron import GREP_EXCLUDE
+
+            lines = start_candidates(source, self.side_needles, self._side_b,
+                                     use_grep=self.use_grep, exclude=GREP_EXCLUDE)
+            idx, recent = self._begin(source)
+            try:
+                stream = _open_plain(source)
+                with stream:
+                    self.loss.read_megatron(
+                        stream, source.name,
+                        lambda lineno, text: self._raw_line(text, source, idx, lineno, recent,
+                                                            loss=False),
+                        path=source.path if source.data is None else None)
+            except BaseException:
+                close = getattr(lines, "close", None)  # a generator: stops its grep
+                if close is not None:
+                    close()
+                raise
+            self._scan_lines(source, idx, lines, recent)
+            return
+        self._scan(source, start_candidates(source, self.needles, self._combined_b,
+                                            use_grep=self.use_grep))
+
+    def _sniff(self, source: Source) -> tuple[str | None, bool]:
+        """(metrics kind or None, whether the text is Megatron-style iteration lines)."""
+        from trainmedic.triage.loss.metrics import sniff
+
+        if source.data is not None:
+            head = source.data[:SNIFF_BYTES]
+        elif source.path is not None and not source.gz:
+            try:
+                with open(source.path, "rb") as f:
+                    head = f.read(SNIFF_BYTES)
+            except OSError:
+                return None, False  # candidates() reports it
+        else:
+            return None, False  # stdin and .gz: read once, line by line
+        kind = sniff(head, source.name)
+        return kind, kind is None and _MEGATRON_LINE.search(head) is not None
+
+    def _scan_metrics(self, source: Source, kind: str) -> None:
+        self.files.append(source.name)
+        try:
+            stream = _open_plain(source)
+        except OSError as exc:
+            raise UsageError(f"{source.name}: cannot read: {exc.strerror or exc}") from exc
+        with stream:
+            n = self.loss.read_metrics(kind, stream, source.name)
+        self.candidate_lines += n
 
     def scan_stream(self, stream: BinaryIO, name: str) -> None:
         """Scan any binary file-like object (tests feed generated streams of any size)."""
         grep = grep_available() if self.use_grep else None
         lines = (grep_candidates(None, self.needles, grep, stream=stream) if grep
                  else python_candidates(stream, self._combined_b))
-        self._scan(Source(name=name), lines)
+        self._scan(Source(name=inert_line(name)), lines)
 
     def _scan(self, source: Source, lines: Iterator[tuple[int, bytes]]) -> None:
-        # A file name is shown as it is; a hostile one must not carry escape sequences.
-        name = inert_line(source.name)
-        self.files.append(name)
-        if name != source.name:
-            source = Source(name=name, path=source.path, data=source.data, rank=source.rank)
-        idx = len(self.files) - 1
+        idx, recent = self._begin(source)
+        self._scan_lines(source, idx, lines, recent)
+
+    def _begin(self, source: Source) -> tuple[int, list[str]]:
+        self.files.append(source.name)
         if source.rank is not None:
             self.known_ranks.add(source.rank)
-        last_time: list[str] = []  # the last few candidate lines of this source
         self._started_in_source = self._progress_in_source = False
-        try:
-            for lineno, raw in lines:
-                self.candidate_lines += 1
-                text = raw.decode("utf-8", "replace")
-                for seg in lineinfo.segments(text):
-                    if len(seg) > LINE_CAP:
-                        found = self._combined_s.search(seg)
-                        seg = shorten(seg, LINE_CAP, found.start() if found else None)
-                    self._line(lineinfo.clean(seg), source, idx, lineno, last_time)
-        except InputCut as cut:
-            self.notes.append(inert_line(str(cut)))
+        return len(self.files) - 1, []  # the last few candidate lines of this source
 
     def evidence_text(self, text: str) -> str:
         """A log line as evidence: secrets redacted (before any cut, so no half secret is
@@ -184,7 +242,25 @@ class Scanner:
             text = shorten(text, EVIDENCE_CAP, found.start() if found else None)
         return inert(text)
 
-    def _line(self, text: str, source: Source, idx: int, lineno: int, last_time: list) -> None:
+    def _scan_lines(self, source: Source, idx: int, lines: Iterator[tuple[int, bytes]],
+                    recent: list[str]) -> None:
+        try:
+            for lineno, raw in lines:
+                self._raw_line(raw.decode("utf-8", "replace"), source, idx, lineno, recent)
+        except InputCut as cut:
+            self.notes.append(inert_line(str(cut)))
+
+    def _raw_line(self, text: str, source: Source, idx: int, lineno: int, recent: list[str],
+                  *, loss: bool = True) -> None:
+        self.candidate_lines += 1
+        for seg in lineinfo.segments(text):
+            if len(seg) > LINE_CAP:  # keep head, the part around a signature, and tail
+                found = self._combined_s.search(seg)
+                seg = shorten(seg, LINE_CAP, found.start() if found else None)
+            self._line(lineinfo.clean(seg), source, idx, lineno, recent, loss=loss)
+
+    def _line(self, text: str, source: Source, idx: int, lineno: int, last_time: list,
+              *, loss: bool = True) -> None:
         if lineno == 1 and text.startswith(("# source:", "# synthetic", "# assembled")):
             return  # provenance header of a fixture / saved excerpt
         found = self._combined_s.findall(text)
@@ -210,9 +286,8 @@ class Scanner:
             if not resolved:
                 rank, resolved = self._rank(text, source), True
             self.ranks.feed(text, rank, (source.name, lineno))
-        if self.loss.feed(text):
+        if loss and self.loss.feed(text, lineno):
             self._progress_in_source = True
-            self._loss_evidence(text, source, lineno, last_time)
         elif not found and any(m in text for m in TRAINING_STARTED):
             self._started_in_source = True
 
@@ -231,7 +306,9 @@ class Scanner:
         details: dict = {}
         if sig.id == "cuda-oom":
             node, details = _oom(text)
-            if node is None and self._started_in_source and not self._progress_in_source:
+            first = self.loss.lines.first_progress_line
+            progressed = self._progress_in_source or (first is not None and first < lineno)
+            if node is None and self._started_in_source and not progressed:
                 node = "first-iteration"  # training began but no step finished: it cannot fit
         elif sig.id == "xid":
             m = _XID.search(text)
@@ -278,26 +355,14 @@ class Scanner:
             # keep one line of a second rank so the evidence shows who else saw it
             hit.evidence[-1] = (source.name, lineno, self.redact(text.strip()), rank)
 
-    def _loss_evidence(self, text: str, source: Source, lineno: int, recent: list[str]) -> None:
-        a = self.loss.analysis
-        marks = (len(a.spikes), a.nan_count + a.grad_norm_nan_count, len(a.grad_explosions),
-                 int(a.loss_scale_collapsed))
-        if marks == self._loss_marks:
-            return
-        for i, sig_id in enumerate(("loss-spike", "loss-nan", "grad-norm-explosion",
-                                    "loss-scale-collapse")):
-            if marks[i] != self._loss_marks[i]:
-                sig = SIGNATURES_BY_ID[sig_id]
-                hit = self.hits.get((sig_id, sig.node))
-                if hit is None:
-                    hit = self.hits[(sig_id, sig.node)] = Hit(sig, sig.node)
-                    hit.first_order = (len(self.files) - 1, lineno)
-                    hit.first_time, hit.time_has_year, _ = _time_of(recent)
-                hit.count += 1
-                if len(hit.evidence) < MAX_EVIDENCE:
-                    hit.evidence.append((source.name, lineno, self.redact(text.strip()),
-                                         None))
-        self._loss_marks = marks
+
+def _open_plain(source: Source):
+    import io
+
+    if source.data is not None:
+        return io.BytesIO(source.data)
+    assert source.path is not None
+    return open(source.path, "rb")
 
 
 def _time_of(recent: list[str]) -> tuple[datetime | None, bool, bool]:

@@ -213,20 +213,35 @@ SIGNATURES: tuple[Signature, ...] = (
 
 SIGNATURES_BY_ID = {sig.id: sig for sig in SIGNATURES}
 
-# Lines the loss-series parser and the rank comparison read (not findings by themselves).
-SERIES_NEEDLES: tuple[str, ...] = (
-    " iteration ", "'loss': ", "oss:", "oss =", "oss=", "Loss ", "loss ",
-    "save_interval", "save-interval", "saved checkpoint", "last enqueued", "Timeout at NCCL work",
-    "WorkNCCL(",
-    # training has started (an OOM before any progress line then means the config cannot fit)
+# Training-progress lines the line readers parse (Megatron family, HF dicts and tqdm bars,
+# DeepSpeed, Lightning/NeMo, torchtitan, DLLogger, plain "step N loss X").
+PROGRESS_NEEDLES: tuple[str, ...] = (
+    " iteration ", "'loss': ", "oss:", "oss =", "oss=", "Loss ", "loss ", "step=", "step:",
+    "DLLL", "it/s", "s/it",
+)
+# Lines read besides the signatures whatever the format: checkpoint saves and intervals (for
+# the rollback), framework hints (which flags the recovery may use), the rank comparison, and
+# the start of training (an OOM before any progress line then means the config cannot fit).
+SIDE_NEEDLES: tuple[str, ...] = (
+    "save_interval", "save-interval", "save_steps", "log_interval", "log-interval",
+    "logging_steps", "saved checkpoint", "Saving model checkpoint", "saving model to",
+    "Saving checkpoint", "eepSpeed", "deepspeed", "megatron.core", "megatron/core",
+    "Megatron-Core", "last enqueued", "Timeout at NCCL work", "WorkNCCL(",
     "before the start of training step", "***** Running training *****",
 )
+SERIES_NEEDLES = PROGRESS_NEEDLES + SIDE_NEEDLES
 TRAINING_STARTED = ("before the start of training step", "***** Running training *****")
 
 
 def all_needles() -> list[str]:
     """Every prefilter needle, longest first (so the alternation prefers the specific one)."""
     needles = {n for sig in SIGNATURES for n in sig.needles} | set(SERIES_NEEDLES)
+    return sorted(needles, key=lambda n: (-len(n), n))
+
+
+def side_needles() -> list[str]:
+    """The needles when a block reader takes the progress lines (Megatron-style logs)."""
+    needles = {n for sig in SIGNATURES for n in sig.needles} | set(SIDE_NEEDLES)
     return sorted(needles, key=lambda n: (-len(n), n))
 
 
@@ -247,6 +262,12 @@ DERIVED: tuple[Signature, ...] = (
               "the loss spiked far above its rolling baseline", ()),
     Signature("grad-norm-explosion", "loss-spike", "grad-norm-explosion", "cause", 5.8, 0.7,
               "the gradient norm exploded far above its rolling baseline", ()),
+    Signature("overflow-burst", "loss-spike", "loss-scale-collapse", "cause", 6.2, 0.7,
+              "a burst of fp16 overflows after the start-up search", ()),
+    Signature("loss-divergence", "loss-spike", "spike-when", "cause", 5.9, 0.7,
+              "the loss climbed steadily (slow divergence)", ()),
+    Signature("step-time-regression", "slow-training", "where", "cause", 3.0, 0.6,
+              "the time per iteration kept growing", ()),
     Signature("rank-mismatch", "nccl-hang", "collective-mismatch", "cause", 7.1, 0.85,
               "ranks timed out in different collectives", ()),
     Signature("rank-behind", "nccl-hang", "rank-behind", "cause", 5.2, 0.75,

@@ -304,12 +304,15 @@ def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException], breaks:
 
 def grep_candidates(
     path: str | None, needles: list[str], grep: str, *, stream: BinaryIO | None = None,
-    timeout: float | None = None, name: str | None = None,
+    timeout: float | None = None, name: str | None = None, exclude: str | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Run `grep -a -n -E` over a plain file (or a stream piped into it); yield its matches.
 
-    grep (a DFA in C) does the prefilter at its own speed; only the
-    matching lines cross into Python, as (line number, bytes).
+    grep (a DFA in C) does the prefilter at its own speed; only the matching lines cross into
+    Python, as (line number, bytes). grep starts at once (not at the first `next`), so it can
+    run while the caller reads the same file another way. `exclude` (an ERE, plain files only):
+    a first grep drops the lines it matches, and numbers the others, so the needle search never
+    spends time on lines the caller reads itself.
     """
     # One ERE alternation: GNU grep's DFA runs it faster than -F with ~100 -e literals.
     ere = "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n) for n in needles)
@@ -321,11 +324,35 @@ def grep_candidates(
         # far above grep's speed; only a hang hits it (streams: a generous hour)
         timeout = 60.0 + size / 20e6 if path is not None else 3600.0
     env = dict(os.environ, LC_ALL="C")
-    # its own process group, killed at the deadline or when trainmedic is told to end
-    proc = children.spawn(args, stdin=subprocess.PIPE if stream is not None else subprocess.DEVNULL,
-                          env=env)
-    _limit_memory(proc.pid)
-    timer = children.deadline(proc, timeout)
+    # each grep in its own process group, stopped at the deadline or when trainmedic is told
+    # to end (trainmedic.children)
+    first: subprocess.Popen | None = None
+    if exclude is not None and path is not None and stream is None:
+        first = children.spawn([grep, "-a", "-n", "-v", "-E", "-e", exclude, "--", path],
+                               env=env)
+        args = [grep, "-a", "-E", "-e", ere]  # reads "N:line" from the first grep
+    try:
+        proc = children.spawn(args, stdin=first.stdout if first is not None else (
+                                  subprocess.PIPE if stream is not None else subprocess.DEVNULL),
+                              env=env)
+    except BaseException:
+        if first is not None:
+            children.stop(first)
+        raise
+    for started in (proc, first):
+        if started is not None:
+            _limit_memory(started.pid)
+    if first is not None and first.stdout is not None:
+        first.stdout.close()  # the second grep holds it now
+
+    def kill() -> None:
+        children.stop(proc)
+        if first is not None:
+            children.stop(first)
+
+    timer = threading.Timer(timeout, kill)
+    timer.daemon = True
+    timer.start()
     feed_errors: list[BaseException] = []
     breaks: list[int] = []  # grep line numbers that end at a newline the feeder inserted
     feeder = None
@@ -335,6 +362,14 @@ def grep_candidates(
         feeder = threading.Thread(target=_feed, args=(stream, proc.stdin, feed_errors, breaks,
                                                       name), daemon=True)
         feeder.start()
+    return _output(proc, first, timer, feeder, feed_errors, breaks, name, path, timeout)
+
+
+def _output(proc: subprocess.Popen, first: subprocess.Popen | None, timer: threading.Timer,
+            feeder: threading.Thread | None, feed_errors: list[BaseException],
+            breaks: list[int], name: str, path: str | None, timeout: float,
+            ) -> Iterator[tuple[int, bytes]]:
+    """grep's matches as (line number, bytes), read in bounded pieces; errors become one line."""
     lineno = 0
     try:
         assert proc.stdout is not None
@@ -357,11 +392,20 @@ def grep_candidates(
             yield lineno, line if partial else line[:-1]
         err = proc.stderr.read() if proc.stderr is not None else b""
         code = proc.wait()
+        if first is not None:
+            first_err = first.stderr.read() if first.stderr else b""
+            first_code = first.wait()
+            if first_code not in (0, 1) and code in (0, 1):
+                code, err = first_code, first_err
     finally:
         timer.cancel()
-        if proc.poll() is None:
-            children.stop(proc)
-        children.release(proc)
+        for p in (proc, first):
+            if p is not None:
+                if p.poll() is None:
+                    children.stop(p)
+                children.release(p)
+        if first is not None and first.stderr:
+            first.stderr.close()
         if feeder is not None:
             feeder.join(timeout=5)
         if proc.stdout is not None:
@@ -421,3 +465,28 @@ def candidates(
     finally:
         if source.path is not None or source.data is not None:
             stream.close()
+
+
+def start_candidates(
+    source: Source, needles: list[str], combined: re.Pattern[bytes], *, use_grep: bool = True,
+    exclude: str | None = None,
+) -> Iterator[tuple[int, bytes]]:
+    """Like `candidates`, but a grep for a plain file starts now, before the first `next`."""
+    grep = grep_available() if use_grep else None
+    if (grep and source.data is None and source.path is not None and not source.gz
+            and os.path.isfile(source.path) and os.path.getsize(source.path) >= GREP_MIN_BYTES):
+        started = grep_candidates(source.path, needles, grep, name=source.name, exclude=exclude)
+        return _finish_in_python(started, source, combined)
+    return candidates(source, needles, combined, use_grep=use_grep)
+
+
+def _finish_in_python(lines: Iterator[tuple[int, bytes]], source: Source,
+                      combined: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
+    """grep's lines; if grep cannot hold a line, the Python pass reads on from where it stopped."""
+    try:
+        yield from lines
+    except _GrepLineTooLong as too_long:
+        assert source.path is not None
+        with open(source.path, "rb") as stream:
+            yield from python_candidates(stream, combined, name=source.name,
+                                         after=too_long.lineno)

@@ -16,7 +16,9 @@ def build_home_app(trees: Sequence[str], app_class: type[TrainmedicApp] | None =
     """The app at its home screen over the built-in trees plus `trees`.
 
     With unchanged tree files the home screen paints from cached cards and the forest loads on
-    first use; otherwise the forest is loaded and validated now (UsageError if broken).
+    first use; otherwise the forest is loaded now. A user tree file with an error is left out,
+    and the app says so when it opens (cards are not cached then, so it says so every time
+    until the file is fixed); an error in a built-in tree still refuses to start (UsageError).
     """
     from trainmedic.tui.home_cards import cached_cards, files_key, remember_cards
 
@@ -26,17 +28,23 @@ def build_home_app(trees: Sequence[str], app_class: type[TrainmedicApp] | None =
     make = app_class or TrainmedicApp
 
     def load() -> Forest:
-        from trainmedic.trees import load_forest_or_fail
+        from trainmedic.trees import load_forest_skipping
 
-        return load_forest_or_fail(extra)
+        return load_forest_skipping(extra)[0]
 
     cards = cached_cards(extra)
     if cards is not None:
         return make(None, cards=cards, forest_loader=load)
+    from trainmedic.trees import load_forest_skipping
+
     key = files_key(extra)
-    forest = load()
-    remember_cards(key, forest)
-    return make(forest)
+    forest, warnings = load_forest_skipping(extra)
+    if not warnings:
+        remember_cards(key, forest)
+    app = make(forest)
+    for line in warnings:  # shown once the app runs (the message waits in its queue)
+        app.call_later(app.notify, line, title="tree skipped", severity="warning", timeout=15)
+    return app
 
 
 def run_home(trees: list[str]) -> int:

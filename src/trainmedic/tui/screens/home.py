@@ -13,6 +13,7 @@ from textual.widgets.option_list import Option
 
 from trainmedic.textsafe import inert_line
 from trainmedic.tui.base import AppScreen
+from trainmedic.tui.served import probes_location
 
 if TYPE_CHECKING:
     from trainmedic.saved_walks import SavedWalk, WalkRecord
@@ -62,8 +63,10 @@ class HomeScreen(AppScreen[None]):
         self.filter_text = ""
 
     def compose(self) -> ComposeResult:
-        yield Static(Text.assemble(("trainmedic", "bold"), "  from a dead or frozen training "
-                                   "job to the fix"), id="titlebar")
+        served = probes_location()  # in a browser the probes read the server: say so first
+        yield Static(Text.assemble(("trainmedic", "bold"), (f"  {served}  ·", "bold")
+                                   if served else "", "  from a dead or frozen training job to "
+                                   "the fix"), id="titlebar")
         yield Static(Text(f"/ {PLACEHOLDER}", style="dim"), id="filter")
         yield OptionList(id="entries")
         yield Static(id="detail")

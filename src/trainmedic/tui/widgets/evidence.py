@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 # Words, not only colours: the panel must read the same with NO_COLOR set.
 STATUS_MARK = {"ok": ("ok  ", "green"), "warn": ("WARN", "yellow"),
-               "fail": ("FAIL", "red"), "unavailable": ("n/a ", "dim")}
+               "fail": ("FAIL", "red"), "unavailable": ("n/a ", "dim"),
+               "unknown": ("??  ", "magenta")}
 SHOWN_EVIDENCE = 6
 
 

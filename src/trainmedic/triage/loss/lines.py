@@ -1,0 +1,420 @@
+"""Readers of training-progress lines in text logs, one line at a time.
+
+Formats (detected from content, each line on its own):
+- Megatron-LM, Megatron-DeepSpeed, GPT-NeoX (`lm_loss`), NeMo 2 (`Training epoch E, iteration
+  i/n | ... global_step: G |`): ` iteration N/ M | key: value | ...`;
+- Hugging Face Trainer dicts, transformers 4.x (`{'loss': 2.31, ...}`) and 5.x (values printed as
+  quoted strings), with the global step from the tqdm bar printed after the dict, else from
+  `logging_steps`;
+- DeepSpeed `step=N, skipped=K`, `OVERFLOW! ... reducing to S`; apex `Gradient overflow`;
+- PyTorch Lightning / NeMo 1 progress bars (`Epoch E: ...| i/n [..., train_loss=...]`): the bar
+  counts batches per epoch, so the global step adds up the epochs (or reads `global_step=`);
+- torchtitan (`step: N  loss: X  grad_norm: G`), DLLogger (`DLLL {...}` JSON lines), and plain
+  `step 100 loss 2.3` / `Iter 25: Train loss 1.59` lines.
+Also the lines around them that recovery needs: checkpoint saves, save and log intervals.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from trainmedic.triage.loss.detect import SeriesAnalyzer, Where
+
+NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
+MEGATRON_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
+_HF_LOSS = re.compile(r"[{,]\s*'loss': '?(" + NUM + r")'?\s*[,}]")
+_HF_FIELD = re.compile(r"'(grad_norm|learning_rate|epoch|step)': '?(" + NUM + r")'?")
+_TQDM = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
+_LIGHTNING = re.compile(r"^\s*Epoch (\d+):[^|\[]*(?:\|[^|]*\|\s*(\d+)/(\d+)|:\s*(\d+)it)\s*"
+                        r"\[([^\]]*)")
+_POSTFIX = re.compile(r"([A-Za-z_][\w/.%]*)=(" + NUM + r")")
+_PLAIN = re.compile(
+    r"\b(?:step|iter|iteration|global_step)\b\s*[:=#]?\s*(\d+)\b.*?\b(?:train[_ ])?loss\b"
+    r"\s*[:=]?\s*(" + NUM + r")", re.I,
+)
+_PLAIN_GRAD = re.compile(r"\bgrad[_ ]?norm\b\s*[:=]?\s*(" + NUM + r")", re.I)
+_TITAN = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(" + NUM + r")(?:\s+grad_norm:\s*(" + NUM + r"))?")
+_DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)")
+_DS_GLOBAL = re.compile(r"global_step=(\d+)")
+_DS_OVERFLOW = re.compile(r"OVERFLOW!.*?Attempted loss scale: (" + NUM + r")(?:, reducing to ("
+                          + NUM + r"))?")
+_APEX_OVERFLOW = re.compile(r"Gradient overflow\.\s+Skipping step.*?reducing loss scale to ("
+                            + NUM + r")")
+_SAVED = re.compile(r"saved checkpoint (?:from|at) iteration\s+(\d+)(?: to (\S+))?", re.I)
+_HF_SAVED = re.compile(r"Saving model checkpoint to (\S*?checkpoint-(\d+))\b")
+_GENERIC_SAVED = re.compile(r"(?i)\bsav(?:ed|ing)\b[^\n]*?\b(?:checkpoint|model)\b[^\n]*?"
+                            r"(?:global_step|step[=_ ]|iter_?)(\d+)")
+_INTERVAL = re.compile(r"\b(save[_-]interval|save_steps|log[_-]interval|logging_steps)"
+                       r"\b\W{1,40}?(\d+)\b")
+_DLLL = re.compile(r"DLLL (\{.*\})\s*$")
+
+LOSS_KEYS = ("lm loss", "lm_loss", "reduced_train_loss", "train_loss_step", "train_loss",
+             "loss")
+
+
+def parse_float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def megatron_fields(text: str) -> dict[str, str]:
+    """`key: value` fields of a Megatron-style line (split on `|`, the key before the last `:`)."""
+    out = {}
+    for part in text.split("|"):
+        key, sep, value = part.rpartition(":")
+        if sep:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def megatron_loss_key(fields: dict[str, str]) -> str | None:
+    for key in LOSS_KEYS[:2]:
+        if key in fields:
+            return key
+    return next((k for k in fields if (k.endswith(" loss") or k.endswith("_loss"))
+                 and k != "loss scale"), None)
+
+
+class LineReader:
+    """Per-source state for the line readers; feeds a `SeriesAnalyzer`."""
+
+    def __init__(self, series: SeriesAnalyzer) -> None:
+        self.s = series
+        self.a = series.a
+        self.hints: set[str] = set()  # framework evidence seen in the text
+        self.formats: dict[str, int] = {}
+        self.log_interval: int | None = None
+        self.logging_steps: int | None = None
+        self._steps: list[int] = []  # first few Megatron steps: the log interval
+        self.first_progress_line: int | None = None
+        self.source = ""
+        self._reset_source()
+
+    def _reset_source(self) -> None:
+        self._hf_index = 0
+        self._hf_pending: tuple | None = None
+        self._hf_gap = 1
+        self._tqdm_step: int | None = None
+        self._step_ctx: int | None = None
+        self._epoch = -1
+        self._epoch_offset = 0
+        self._epoch_max = 0
+        self._dl_epoch: int | None = None
+        self._dl_offset = 0
+        self._dl_max = 0
+        self._dl_last = 0
+        self._megatron_had_loss = False
+
+    def begin(self, name: str) -> None:
+        self.flush()
+        self.source = name
+        self.first_progress_line = None
+        self._reset_source()
+
+    def _fmt(self, name: str, lineno: int) -> None:
+        self.formats[name] = self.formats.get(name, 0) + 1
+        if self.first_progress_line is None:
+            self.first_progress_line = lineno
+
+    # ---- dispatch ------------------------------------------------------------------------
+    def feed(self, text: str, lineno: int = 0) -> bool:
+        """Parse one (clean) line; True when it told something about training progress."""
+        where: Where = (self.source, lineno, text)
+        self._hint(text)
+        if "iteration" in text:
+            m = MEGATRON_ITER.search(text)
+            if m:
+                self._megatron(int(m.group(1)), text, where)
+                return True
+            m = _SAVED.search(text)
+            if m:
+                self._save(int(m.group(1)), m.group(2))
+                return True
+        if "'loss': " in text:
+            m = _HF_LOSS.search(text)
+            if m and "'eval_" not in text and "train_runtime" not in text:
+                self._hf(m.group(1), text, where)
+                return True
+        if "Epoch " in text and ("it/s" in text or "s/it" in text or "it [" in text):
+            m = _LIGHTNING.search(text)
+            if m:
+                return self._lightning(m, where)
+        if "|" in text and "/" in text and "[" in text:
+            m = _TQDM.search(text)
+            if m:
+                self._tqdm(int(m.group(1)))
+                if "OVERFLOW" not in text and "'loss'" not in text:
+                    return True
+        if "OVERFLOW!" in text or "Gradient overflow" in text:
+            m = _DS_OVERFLOW.search(text) or _APEX_OVERFLOW.search(text)
+            if m:
+                new = m.group(m.lastindex or 1)
+                before = float(m.group(1)) if m.lastindex == 2 else None
+                step = self._step_ctx if self._step_ctx is not None else self._tqdm_step
+                self.s.scale(step, float(new), overflow=True, before=before, where=where)
+                return True
+        if "step=" in text:
+            m = _DS_STEP.search(text)
+            if m:
+                self._fmt("deepspeed", lineno)
+                self._step_ctx = int(m.group(1))
+                self.a.skipped_iterations = max(self.a.skipped_iterations, int(m.group(2)))
+                return True
+            m = _DS_GLOBAL.search(text)
+            if m:
+                self._step_ctx = int(m.group(1))
+        if "DLLL" in text:
+            m = _DLLL.search(text)
+            if m:
+                return self._dllogger(m.group(1), where)
+        if "step:" in text:
+            m = _TITAN.search(text)
+            if m:
+                self._fmt("torchtitan", lineno)
+                grad = parse_float(m.group(3)) if m.group(3) else None
+                self.s.point(int(m.group(1)), float(m.group(2)), grad=grad, where=where)
+                return True
+        if "sav" in text or "Sav" in text:
+            m = _HF_SAVED.search(text)
+            if m:
+                self._save(int(m.group(2)), m.group(1))
+                return True
+            m = _GENERIC_SAVED.search(text)
+            if m:
+                self._save(int(m.group(1)), None)
+                return True
+        if "interval" in text or "_steps" in text:
+            m = _INTERVAL.search(text)
+            if m:
+                self._interval(m.group(1), int(m.group(2)))
+                return True
+        m = _PLAIN.search(text)
+        if m:
+            self._fmt("plain", lineno)
+            g = _PLAIN_GRAD.search(text)
+            grad = parse_float(g.group(1)) if g else None
+            self.s.point(int(m.group(1)), float(m.group(2)), grad=grad, where=where)
+            return True
+        return False
+
+    def _hint(self, text: str) -> None:
+        if "eepSpeed" in text or "deepspeed" in text:
+            self.hints.add("deepspeed")
+        if "megatron.core" in text or "megatron/core" in text or "Megatron-Core" in text:
+            self.hints.add("megatron-core")
+        if "lightning" in text or "Lightning" in text:
+            self.hints.add("lightning")
+        if "nemo" in text or "NeMo" in text:
+            self.hints.add("nemo")
+        if "transformers" in text or "***** Running training *****" in text:
+            self.hints.add("transformers")
+
+    def _save(self, step: int, path: str | None) -> None:
+        a = self.a
+        if step not in a.saves and len(a.saves) < 4096:
+            a.saves.append(step)
+            a.saves.sort()
+        if path and len(a.save_paths) < 4096:
+            a.save_paths[step] = path
+
+    def _interval(self, key: str, value: int) -> None:
+        if value <= 0:
+            return
+        if key.startswith("save"):
+            self.a.save_interval = value
+        elif key.startswith("log"):
+            if key == "logging_steps":
+                self.logging_steps = value
+            self.log_interval = value
+            self.s.set_interval(value)
+
+    # ---- Megatron family -----------------------------------------------------------------
+    def _megatron(self, step: int, text: str, where: Where) -> None:
+        fields = megatron_fields(text)
+        fmt = "megatron"
+        if "global_step" in fields:  # NeMo 2: "iteration i/n" counts within the epoch
+            g = parse_float(fields["global_step"])
+            if g is not None:
+                step = int(g)
+            fmt = "nemo"
+        elif "lm_loss" in fields or "samples/sec" in text:
+            fmt = "gpt-neox"
+        elif "consumed tokens" in fields or "actual seqlen" in fields or "TFLOPs" in fields:
+            self.hints.add("megatron-deepspeed")
+        elif text.lstrip().startswith("[20") or "TFLOP/s/GPU" in text:
+            self.hints.add("megatron-lm")  # timestamped lines: Megatron-LM core 0.6 or later
+        self._fmt(fmt, where[1])
+        if len(self._steps) < 8 and self.log_interval is None:
+            self._steps.append(step)
+            gaps = [b - a for a, b in zip(self._steps, self._steps[1:], strict=False) if b > a]
+            if gaps:
+                self.s.set_interval(min(gaps))
+        key = megatron_loss_key(fields)
+        loss = parse_float(fields[key]) if key else None
+        time_ms = parse_float(fields.get("elapsed time per iteration (ms)", ""))
+        if time_ms is None and "train_step_timing in s" in fields:
+            t = parse_float(fields["train_step_timing in s"])
+            time_ms = t * 1000 if t is not None else None
+        scale = parse_float(fields.get("loss scale", ""))
+        grad = parse_float(fields.get("grad norm", fields.get("grad_norm", "")))
+        skipped = _int(fields.get("number of skipped iterations"))
+        nans = _int(fields.get("number of nan iterations"))
+        vanished = False
+        if loss is None:
+            # Megatron prints a loss only when its interval average is > 0: a NaN average is
+            # omitted. A line without it, whose iterations were not all skipped, lost it to NaN.
+            vanished = self._megatron_had_loss and not skipped and not nans
+        else:
+            self._megatron_had_loss = True
+        self.s.point(step, loss, grad=grad, scale=scale, time_ms=time_ms, nan_iters=nans,
+                     skipped=skipped, vanished=vanished, where=where)
+
+    # ---- Hugging Face Trainer ------------------------------------------------------------
+    def _hf(self, loss: str, text: str, where: Where) -> None:
+        self._fmt("hf-trainer", where[1])
+        self._hf_flush()
+        extra = dict(_HF_FIELD.findall(text))
+        self._hf_index += 1
+        grad = parse_float(extra["grad_norm"]) if "grad_norm" in extra else None
+        record = (float(loss), grad, where)
+        if "step" in extra:
+            self._hf_emit(int(float(extra["step"])), record)
+            return
+        # The bar is redrawn right after the dict (tqdm.write) showing the global step: wait
+        # for it; another dict or the end of the source resolves without it.
+        self._hf_pending = record
+        if "|" in text:
+            m = _TQDM.search(text[text.find("}") + 1:])
+            if m:
+                self._tqdm(int(m.group(1)))
+
+    def _hf_flush(self) -> None:
+        rec = self._hf_pending
+        if rec is None:
+            return
+        self._hf_pending = None
+        if self.logging_steps:
+            step = self._hf_index * self.logging_steps
+        elif self._tqdm_step is not None:
+            step = self._tqdm_step
+            last = self.a.last_step
+            if last is not None and step <= last:  # the bar was not redrawn: one gap further
+                step = last + max(1, self._hf_gap)
+        else:
+            step = self._hf_index
+            note = ("HF Trainer steps are log-entry numbers: the log shows neither the progress "
+                    "bar nor logging_steps")
+            if note not in self.a.notes:
+                self.a.notes.append(note)
+        self._hf_emit(step, rec)
+
+    def _hf_emit(self, step: int, rec: tuple) -> None:
+        loss, grad, where = rec
+        last = self.a.last_step
+        if last is not None and step > last:
+            self._hf_gap = step - last
+        if self.logging_steps:
+            self.s.set_interval(self.logging_steps)
+        self.s.point(step, loss, grad=grad, where=where)
+
+    def _tqdm(self, n: int) -> None:
+        self._tqdm_step = n
+        if self._hf_pending is not None:
+            rec = self._hf_pending
+            self._hf_pending = None
+            self._hf_emit(n, rec)
+
+    # ---- Lightning / NeMo 1 progress bars ------------------------------------------------
+    def _lightning(self, m: re.Match, where: Where) -> bool:
+        epoch = int(m.group(1))
+        counter = int(m.group(2) or m.group(4))
+        post = dict(_POSTFIX.findall(m.group(5)))
+        key = next((k for k in ("reduced_train_loss", "train_loss_step", "train_loss", "loss")
+                    if k in post), None)
+        if key is None:
+            return False
+        self._fmt("lightning", where[1])
+        if epoch != self._epoch:
+            if epoch > self._epoch >= 0:
+                self._epoch_offset += self._epoch_max
+            self._epoch, self._epoch_max = epoch, 0
+        self._epoch_max = max(self._epoch_max, counter)
+        total = int(m.group(3)) if m.group(3) else 0
+        # batches per epoch from the bar's total when it shows one, else summed as seen
+        step = epoch * total + counter if total else self._epoch_offset + counter
+        g = post.get("global_step")
+        if g is not None and "e" not in g.lower():
+            step = int(float(g))
+        elif g is None:
+            note = ("Lightning steps are counted from the progress bar (batches summed over "
+                    "epochs): with accumulate_grad_batches > 1 divide them by it")
+            if note not in self.a.notes:
+                self.a.notes.append(note)
+        self.s.point(step, float(post[key]), where=where)
+        return True
+
+    # ---- DLLogger --------------------------------------------------------------------------
+    def _dllogger(self, blob: str, where: Where) -> bool:
+        try:
+            rec = json.loads(blob)
+        except ValueError:
+            return False
+        if not isinstance(rec, dict) or not isinstance(rec.get("data"), dict):
+            return False
+        data = rec["data"]
+        key = next((k for k in data if k.endswith("loss") and not k.startswith(("val", "eval"))
+                    and not isinstance(data[k], bool)), None)
+        raw = rec.get("step")
+        if key is None or not isinstance(data.get(key), int | float | str):
+            return False
+        ints = [v for v in (raw if isinstance(raw, list) else [raw]) if isinstance(v, int)]
+        if not ints:
+            return False
+        step = ints[-1]
+        if len(ints) >= 2:  # (epoch, iteration): iterations may restart every epoch
+            epoch = ints[0]
+            if self._dl_epoch is not None and epoch > self._dl_epoch and step <= self._dl_max:
+                self._dl_offset = self._dl_last
+            self._dl_epoch, self._dl_max = epoch, step
+            step += self._dl_offset
+            self._dl_last = step
+        value = parse_float(str(data[key]))
+        if value is None:
+            return False
+        self._fmt("dllogger", where[1])
+        self.s.point(step, value, where=where)
+        return True
+
+    def flush(self) -> None:
+        """End of a source: resolve a pending HF dict."""
+        self._hf_flush()
+
+    def framework(self) -> str | None:
+        """The framework that wrote the log, from the formats read and the hints seen."""
+        if not self.formats:
+            return None
+        fmt = max(self.formats, key=lambda k: self.formats[k])
+        if fmt == "megatron":
+            if "megatron-deepspeed" in self.hints or "deepspeed" in self.hints:
+                return "megatron-deepspeed"
+            if "megatron-core" in self.hints or "megatron-lm" in self.hints:
+                return "megatron-lm"
+            return "megatron"
+        if fmt == "hf-trainer":
+            return "hf-trainer"
+        if fmt == "lightning":
+            return "nemo" if "nemo" in self.hints else "lightning"
+        return fmt
+
+
+def _int(text: str | None) -> int:
+    if not text:
+        return 0
+    try:
+        return int(float(text))
+    except ValueError:
+        return 0
+
