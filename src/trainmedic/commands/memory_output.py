@@ -1,16 +1,25 @@
 """Human output of `memory` and `preflight`: the verdict line first, then compact tables.
 
-rich is imported when something is printed, so `--json` stays import-cheap.
+rich is imported when something is printed, so `--json` stays import-cheap. Notes and check
+messages quote words of a launch script, which may be anyone's: they are printed as plain text
+(never markup), redacted and with control characters made visible (`shown`).
 """
 
 from __future__ import annotations
 
 from trainmedic.memory.checks import Check
 from trainmedic.memory.model import MemoryReport
+from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert
 
 _STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 _VERDICT_STYLE = {"fits": "bold green", "tight": "bold yellow", "does not fit": "bold red"}
 MAX_STAGE_ROWS = 8
+
+
+def shown(text: str) -> str:
+    """Text that quotes a launch script or a tool, as it may reach a terminal."""
+    return inert(redact_text(text))
 
 
 def gib(mib: float) -> str:
@@ -40,7 +49,8 @@ def print_memory(report: MemoryReport) -> None:
     from rich.table import Table
 
     console = Console(highlight=False)
-    console.print(verdict_line(report), style=_VERDICT_STYLE[report.verdict])
+    console.print(shown(verdict_line(report)), style=_VERDICT_STYLE[report.verdict],
+                  markup=False)
     m = report.megatron
     console.print(
         f"allocated (model of torch.cuda.max_memory_allocated): "
@@ -81,12 +91,12 @@ def print_memory(report: MemoryReport) -> None:
                       "closest:")
         for k, sug in enumerate(report.suggestions, 1):
             console.print(
-                f"  {k}. {sug.change}: {' '.join(sug.args)} -> "
-                f"{gib(sug.total_mib)} GiB ({sug.verdict})", markup=False,
+                shown(f"  {k}. {sug.change}: {' '.join(sug.args)} -> "
+                      f"{gib(sug.total_mib)} GiB ({sug.verdict})"), markup=False,
             )
     print_checks(report.checks, only_problems=True)
     for note in [*report.config.notes, *report.notes]:
-        console.print(f"note: {note}", style="dim", markup=False)
+        console.print(shown(f"note: {note}"), style="dim", markup=False)
     ignored = sorted(set(report.config.ignored_args))
     if ignored:
         console.print(f"note: {len(ignored)} arguments do not affect memory and were ignored",
@@ -101,5 +111,5 @@ def print_checks(checks: list[Check], *, only_problems: bool = False) -> None:
         if only_problems and check.status == "pass":
             continue
         style = _STATUS_STYLE.get(check.status, "")
-        console.print(f"[{style}]{check.status.upper():4}[/] {check.name}: ", end="")
-        console.print(check.message, markup=False)
+        console.print(f"[{style}]{check.status.upper():4}[/] ", end="")
+        console.print(shown(f"{check.name}: {check.message}"), markup=False)

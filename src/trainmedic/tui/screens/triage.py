@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import Footer, Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
+from trainmedic.textsafe import inert_line
 from trainmedic.triage import TriageReport
 from trainmedic.triage.attachment import TriageAttachment
 from trainmedic.tui.base import AppScreen
@@ -94,7 +95,7 @@ class TriageScreen(AppScreen[None]):
     def on_triage_screen_analysed(self, message: Analysed) -> None:
         if message.report is None:
             self.query_one("#triage-status", Static).update(
-                Text(f"triage failed: {message.error}", style="red"))
+                Text(inert_line(f"triage failed: {message.error}"), style="red"))
             return
         self.report = message.report
         self.query_one(LossCurve).show(message.report.loss)
@@ -110,14 +111,17 @@ class TriageScreen(AppScreen[None]):
         options.clear_options()
         status = self.query_one("#triage-status", Static)
         findings = self.report.findings if self.report is not None else []
+        # sources read only in part (a decompression bomb, no line breaks): inert already
+        notes = "".join(f"\n{note}" for note in self.report.notes) if self.report else ""
         if not findings:
-            status.update(Text("No known failure found in it.", style="yellow"))
+            status.update(Text("No known failure found in it." + notes, style="yellow"))
             options.add_option(Option(Text.assemble(("triage  ", "bold"), "walk the entry tree "
                                                     "instead: what do you see?"), id=ASK_TREE))
             options.highlighted = 0
             options.focus()
             return
-        status.update(Text(f"{len(findings)} finding(s), most likely first:", style="bold"))
+        status.update(Text.assemble((f"{len(findings)} finding(s), most likely first:", "bold"),
+                                    (notes, "yellow")))
         for finding in findings:
             label = Text()
             label.append(f"{finding.link}  ", style="bold")
