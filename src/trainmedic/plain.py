@@ -31,10 +31,43 @@ def make_console(file: IO[str]) -> Console:
 def default_saver(record: WalkRecord) -> object:
     from trainmedic.saved_walks import save_walk
 
-    try:
-        return save_walk(record)
-    except OSError:  # a read-only home must not end the walk
-        return None
+    return save_walk(record)
+
+
+SAVE_FAILED = 2  # the exit status of a walk that could not be saved: "unreadable/unwritable"
+
+
+class SaveWatch:
+    """The saver, called after every step. A failure (full disk, read-only or unreadable state
+    folder, a file where the folder should be, another process saving the walk) never ends the
+    walk, but it is said on stderr (once per reason) and the command ends with SAVE_FAILED:
+    "a dropped SSH connection loses nothing" must not be silently false."""
+
+    def __init__(self, save: Saver, err: IO[str] | None) -> None:
+        self.save = save
+        self.err = err
+        self.failure = ""
+
+    def __call__(self, record: WalkRecord) -> None:
+        from trainmedic.textsafe import inert_line
+
+        try:
+            self.save(record)
+        except OSError as exc:
+            reason = inert_line(f"{exc.filename}: {exc.strerror}" if exc.filename and
+                                exc.strerror else (exc.strerror or str(exc)))
+            if reason != self.failure:
+                import sys
+
+                print(f"trainmedic: warning: cannot save the walk ({reason}); "
+                      "`walk --resume` will not see these steps", file=self.err or sys.stderr)
+            self.failure = reason
+        else:
+            self.failure = ""  # saved now: the earlier steps are in this save too
+
+    def status(self, code: int) -> int:
+        """`code`, or SAVE_FAILED when the walk's last save failed and nothing worse happened."""
+        return code or (SAVE_FAILED if self.failure else 0)
 
 
 def print_breadcrumb(console: Console, session: WalkSession) -> None:
@@ -113,8 +146,16 @@ def _print_step(console: Console, step: StepView, number: str) -> None:
 
 
 def run_plain(session: WalkSession, stdin: IO[str], stdout: IO[str], *,
-              probe_runner: ProbeRunner | None = None, save: Saver = default_saver) -> int:
-    """Prompt until a fix is accepted, `q`, or end of input; the walk is saved after each step."""
+              probe_runner: ProbeRunner | None = None, save: Saver = default_saver,
+              err: IO[str] | None = None) -> int:
+    """Prompt until a fix is accepted, `q`, or end of input; the walk is saved after each step
+    (SAVE_FAILED when the last save failed: said on `err`, stderr by default)."""
+    watch = SaveWatch(save, err)
+    return watch.status(_prompt(session, stdin, stdout, probe_runner, watch))
+
+
+def _prompt(session: WalkSession, stdin: IO[str], stdout: IO[str],
+            probe_runner: ProbeRunner | None, save: Saver) -> int:
     console = make_console(stdout)
     save(session.record())
     while True:
@@ -182,13 +223,16 @@ def parse_answers(text: str) -> list[int]:
 def run_answers(session: WalkSession, answers: list[int], stdout: IO[str], *,
                 as_json: bool = False, probe_runner: ProbeRunner | None = None,
                 save: Saver = default_saver,
-                stamp: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> int:
+                stamp: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                err: IO[str] | None = None) -> int:
     """Walk with the given 1-based answers (the probes of each question run first, as in the
     other front ends, so the same suggestions are recorded); print the path taken and the fix.
 
     The walk is saved only when it reaches a fix: a mistyped run must not become the walk
     that `report` and `--resume` pick next. `stamp` adds what every `--json` output starts
-    with (the command line's versions)."""
+    with (the command line's versions). SAVE_FAILED when the walk could not be saved: said on
+    `err`, stderr by default."""
+    save = watch = SaveWatch(save, err)
     for step, number in enumerate(answers, start=1):
         session.run_due_probes(probe_runner)
         question = session.question
@@ -212,7 +256,7 @@ def run_answers(session: WalkSession, answers: list[int], stdout: IO[str], *,
     if session.question is not None:
         raise UsageError(f"the answers stop at the question {session.current}; add one more "
                          f"(1-{len(session.question.answers)})")
-    return 0
+    return watch.status(0)
 
 
 def _print_path(session: WalkSession, stdout: IO[str]) -> None:

@@ -5,6 +5,12 @@ incident report read; it needs neither the trees nor the walk engine, so the hom
 saved walks without loading either. The files live in `state.walks_dir()` and are written
 atomically (`state.write_json_atomic`), so a dropped SSH connection loses nothing. Reading never
 fails: a file that is not a walk, or one a newer trainmedic wrote, is skipped with the reason.
+
+A walk file is data anyone with write access to the folder may have crafted: every string read
+from it is made inert (control characters shown as escapes) before any front end shows it, and
+the notes are redacted when it is saved. One process at a time saves a given walk: the first
+save takes a lock on its id (held until the process ends), so a second `walk --resume` of the
+same walk continues as a copy instead of overwriting the other's steps (`claim_walk`).
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import os
 import re
 import time
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from trainmedic.safefile import TEMP_SUFFIX, read_bounded
 from trainmedic.state import walks_dir, write_json_atomic
+from trainmedic.textsafe import inert_deep, inert_line
 
 if TYPE_CHECKING:
     from trainmedic.probes.base import ProbeContext, ProbeResult
@@ -148,7 +157,8 @@ class WalkRecord:
             "probes": [p.to_dict() for p in self.probes],
             "triage": self.triage.to_dict() if self.triage is not None else None,
             # Saved walks live in the home folder, often shared: no token leaves in them.
-            "launch_command": redact_text(self.launch_command), "notes": self.notes,
+            "launch_command": redact_text(self.launch_command),
+            "notes": redact_text(self.notes),
             **({"tried": [t.to_dict() for t in self.tried]} if self.tried else {}),
         }
 
@@ -157,6 +167,9 @@ class WalkRecord:
         from trainmedic.probes.base import ProbeResult
         from trainmedic.triage.attachment import TriageAttachment
 
+        clean = inert_deep(dict(data))  # shown by every front end: no escape sequence in it
+        assert isinstance(clean, dict)
+        data = clean
         problems: list[str] = []
         version = data.get("version", VERSION)
         if version != VERSION:
@@ -209,14 +222,57 @@ WALK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 
 EMPTY_WALK_S = 600.0  # an empty walk this old (saved by an older version) is removed
+LOCKS_FILE = ".locks"  # one byte-range lock per walk id, in one file that never grows
+_locks: dict[Path, int] = {}  # walks folder -> its locks file, open for the life of the process
+_held: set[tuple[Path, str]] = set()  # (folder, walk id) whose lock this process holds
+
+
+class WalkBusy(OSError):
+    """Another trainmedic process is saving this walk."""
+
+
+def _lock_offset(walk_id: str) -> int:
+    return zlib.crc32(walk_id.encode("utf-8")) + 1  # 1 .. 2**32: a byte of a sparse range
+
+
+def claim_walk(walk_id: str) -> bool:
+    """Take the save lock of a walk for this process: False when another process holds it.
+
+    Best effort where locking is impossible (no `fcntl`, a folder that cannot be written): the
+    save then reports its own failure. POSIX record locks end with the process, so a killed
+    trainmedic never leaves a walk locked.
+    """
+    folder = walks_dir()
+    if (folder, walk_id) in _held:
+        return True
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        return True
+    try:
+        if folder not in _locks:
+            folder.mkdir(parents=True, exist_ok=True)
+            _locks[folder] = os.open(folder / LOCKS_FILE, os.O_RDWR | os.O_CREAT
+                                     | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError:  # no lock to be had here (read-only, unreadable): saving says why
+        return True
+    try:
+        fcntl.lockf(_locks[folder], fcntl.LOCK_EX | fcntl.LOCK_NB, 1, _lock_offset(walk_id))
+    except OSError as exc:  # EACCES/EAGAIN: another process holds it
+        return exc.errno not in (errno.EACCES, errno.EAGAIN)
+    _held.add((folder, walk_id))
+    return True
 
 
 def save_walk(record: WalkRecord) -> Path | None:
-    """Save a walk; its `id` names the file. A walk not worth keeping is not written, and the
+    """Save a walk; its `id` names the file. OSError when it cannot be saved (WalkBusy when
+    another process saves the same walk). A walk not worth keeping is not written, and the
     file an earlier step wrote (before a restart, say) is removed: None then."""
     if not WALK_ID_RE.match(record.id):
         # An OSError, so front ends that already survive a full or read-only disk survive this.
-        raise OSError(errno.EINVAL, f"walk id {record.id!r} cannot name a file")
+        raise OSError(errno.EINVAL, f"walk id {inert_line(repr(record.id))} cannot name a file")
+    if not claim_walk(record.id):
+        raise WalkBusy(errno.EBUSY, f"walk {record.id} is being saved by another trainmedic")
     path = walks_dir() / f"{record.id}.json"
     if not record.worth_keeping:
         path.unlink(missing_ok=True)
@@ -239,9 +295,21 @@ class SavedWalk:
 class Skipped:
     path: Path
     reason: str
+    folder: bool = False  # the walks folder itself could not be read: no walk was
 
     def __str__(self) -> str:
-        return f"{self.path}: skipped: {self.reason}"
+        return inert_line(f"{self.path}: skipped: {self.reason}")
+
+    def error(self) -> str:
+        """The one line a command ends with when the whole folder is unreadable."""
+        hint = " (made by `sudo trainmedic`? fix its owner, or set XDG_STATE_HOME)" \
+            if "ermission" in self.reason else ""
+        return inert_line(f"{self.path}: cannot read the saved walks: {self.reason}{hint}")
+
+
+def unreadable_folder(skipped: list[Skipped]) -> Skipped | None:
+    """The walks folder itself, when it is what could not be read."""
+    return next((s for s in skipped if s.folder), None)
 
 
 def read_walk(path: Path) -> SavedWalk | Skipped:
@@ -288,7 +356,7 @@ def list_walks(limit: int | None = None) -> tuple[list[SavedWalk], list[Skipped]
         if not folder.is_dir():
             return [], []
     except OSError as exc:  # a state folder made by `sudo trainmedic`: Python 3.11 raises here
-        return [], [Skipped(folder, exc.strerror or str(exc))]
+        return [], [Skipped(folder, exc.strerror or str(exc), folder=True)]
     walks: list[SavedWalk] = []
     skipped: list[Skipped] = []
     try:
@@ -296,7 +364,7 @@ def list_walks(limit: int | None = None) -> tuple[list[SavedWalk], list[Skipped]
                         if p.suffix == ".json" and not p.name.startswith(".")),
                        key=lambda p: (-_mtime(p), p.name))
     except OSError as exc:
-        return [], [Skipped(folder, exc.strerror or str(exc))]
+        return [], [Skipped(folder, exc.strerror or str(exc), folder=True)]
     _sweep_stale_temps(folder)
     empty_before = time.time() - EMPTY_WALK_S
     for path in paths:

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from trainmedic.triage.known import KnownFromLog
 
 __all__ = ["VERSION", "Saver", "StepRecord", "TriedFix", "WalkRecord", "WalkSession",
-           "default_probe_runner", "facts_from", "new_walk_id", "now_iso", "route_to"]
+           "default_probe_runner", "facts_from", "new_walk_id", "now_iso", "resume", "route_to"]
 
 
 def now_iso() -> str:
@@ -383,3 +383,16 @@ class WalkSession:
 
 Saver = Callable[[WalkRecord], object]
 
+
+def resume(forest: Forest, record: WalkRecord) -> tuple[WalkSession, str]:
+    """Continue a saved walk. When another trainmedic process is saving it (two `--resume` of
+    one walk), this one continues as a copy under a new id, so neither overwrites the other's
+    steps; the second value then says so (else it is empty)."""
+    from trainmedic.saved_walks import claim_walk
+
+    session = WalkSession.from_record(forest, record)
+    if claim_walk(record.id):
+        return session, ""
+    session.id = new_walk_id(session.tree)
+    return session, (f"walk {record.id} is open in another trainmedic; continuing as a copy, "
+                     f"{session.id} (the other keeps {record.id})")

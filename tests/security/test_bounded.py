@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import gzip
 import os
-import resource
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -23,34 +21,43 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 OOM = b"[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
 
 
+# The measured process is started by this small one, not by pytest: Linux counts the memory a
+# child had before its exec (a copy of its parent) in its peak RSS, and pytest is large.
+_MEASURE = """
+import os, resource, subprocess, sys, threading
+fd, memory, timeout, argv = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+proc = subprocess.Popen(argv, preexec_fn=lambda: resource.setrlimit(
+    resource.RLIMIT_AS, (memory, memory)))
+timer = threading.Timer(timeout, proc.kill)
+timer.start()
+_, status, usage = os.wait4(proc.pid, 0)
+timer.cancel()
+with os.fdopen(fd, "w") as report:
+    report.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
+"""
+
+
 def run_limited(args: list[str], *, stdin=None, timeout: float = 60, memory: int = 1 << 30,
                 code: str | None = None) -> tuple[subprocess.CompletedProcess, int]:
     """trainmedic (or `code`) in a child under an address-space limit; (result, peak RSS KiB
     of the child and the processes it started, such as grep)."""
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-
     argv = [sys.executable, "-c", code] if code else [sys.executable, "-m", "trainmedic", *args]
     env = dict(os.environ, PYTHONPATH=SRC)
-    proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, preexec_fn=limit)
-    streams: dict[str, bytes] = {}
-    readers = [threading.Thread(target=lambda k=k, f=f: streams.__setitem__(k, f.read()))
-               for k, f in (("out", proc.stdout), ("err", proc.stderr))]
-    for reader in readers:
-        reader.start()
-    timer = threading.Timer(timeout, proc.kill)
-    timer.start()
-    _, status, usage = os.wait4(proc.pid, 0)  # this child's own peak, not every child's
-    timer.cancel()
-    for reader in readers:
-        reader.join()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode == -9:
-        pytest.fail(f"{args or code[:60]} did not finish within {timeout} s")
-    result = subprocess.CompletedProcess(argv, proc.returncode, streams["out"].decode(),
-                                         streams["err"].decode())
-    return result, usage.ru_maxrss
+    read, write = os.pipe()
+    try:
+        done = subprocess.run([sys.executable, "-c", _MEASURE, str(write), str(memory),
+                               str(timeout), *argv], stdin=stdin, capture_output=True, env=env,
+                              pass_fds=(write,), timeout=timeout + 60, check=False)
+    finally:
+        os.close(write)
+    with os.fdopen(read) as report:
+        code_text, _, peak = report.read().partition(" ")
+    returncode = int(code_text)
+    if returncode == -9:
+        pytest.fail(f"{args or (code or '')[:60]} did not finish within {timeout} s")
+    result = subprocess.CompletedProcess(argv, returncode, done.stdout.decode(),
+                                         done.stderr.decode())
+    return result, int(peak)
 
 
 def test_a_1mb_line_is_cut_around_its_signature(tmp_path):

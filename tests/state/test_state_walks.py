@@ -44,7 +44,8 @@ def test_save_then_find_returns_the_same_data():
 def test_resaving_replaces_and_leaves_no_temporary_files():
     for step in range(5):
         save_walk(walk("w1", f"2026-11-29T08:16:0{step}Z", notes=str(step)))
-    assert sorted(p.name for p in walks_dir().iterdir()) == ["w1.json"]
+    # the one file beside the walks: the save locks (saved_walks.LOCKS_FILE), never temporaries
+    assert sorted(p.name for p in walks_dir().iterdir()) == [".locks", "w1.json"]
     assert find_walk("w1")[0].record.notes == "4"
 
 

@@ -1,6 +1,8 @@
 """Human output of `memory` and `preflight`: the verdict line first, then compact tables.
 
-rich is imported when something is printed, so `--json` stays import-cheap.
+rich is imported when something is printed, so `--json` stays import-cheap. Notes and check
+messages quote words of a launch script, which may be anyone's: they are printed as plain text
+(never markup), redacted and with control characters made visible (`shown`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,18 @@ from trainmedic.memory.summary import (
     summarize,
     verdict_line,
 )
+from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert
 
 _STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "bold red", "skip": "dim"}
 _VERDICT_STYLE = {"fits": "bold green", "tight": "bold yellow", "does not fit": "bold red"}
 
-__all__ = ["gib", "print_checks", "print_memory", "verdict_line"]
+__all__ = ["gib", "print_checks", "print_memory", "shown", "verdict_line"]
+
+
+def shown(text: str) -> str:
+    """Text that quotes a launch script or a tool, as it may reach a terminal."""
+    return inert(redact_text(text))
 
 
 def print_memory(report: MemoryReport) -> None:
@@ -29,7 +38,8 @@ def print_memory(report: MemoryReport) -> None:
 
     summary = summarize(report)
     console = Console(highlight=False)
-    console.print(summary.verdict_line, style=_VERDICT_STYLE[summary.verdict])
+    console.print(shown(summary.verdict_line), style=_VERDICT_STYLE[summary.verdict],
+                  markup=False)
     console.print(summary.allocated_line)
     console.print(summary.params_line)
     table = Table(title="Megatron theoretical memory (stage 0, MiB)", title_justify="left")
@@ -47,10 +57,10 @@ def print_memory(report: MemoryReport) -> None:
     if summary.changes:
         console.print(summary.changes_title)
         for k, change in enumerate(summary.changes, 1):
-            console.print(f"  {k}. {change}", markup=False)
+            console.print(shown(f"  {k}. {change}"), markup=False)
     print_checks(report.checks, only_problems=True)
     for note in summary.notes:
-        console.print(f"note: {note}", style="dim", markup=False)
+        console.print(shown(f"note: {note}"), style="dim", markup=False)
 
 
 def print_checks(checks: list[Check], *, only_problems: bool = False) -> None:
@@ -61,5 +71,5 @@ def print_checks(checks: list[Check], *, only_problems: bool = False) -> None:
         if only_problems and check.status == "pass":
             continue
         style = _STATUS_STYLE.get(check.status, "")
-        console.print(f"[{style}]{check.status.upper():4}[/] {check.name}: ", end="")
-        console.print(check.message, markup=False)
+        console.print(f"[{style}]{check.status.upper():4}[/] ", end="")
+        console.print(shown(f"{check.name}: {check.message}"), markup=False)

@@ -14,6 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert, inert_line
+
 if TYPE_CHECKING:
     from trainmedic.triage.attachment import TriageAttachment
     from trainmedic.triage.report import Finding
@@ -70,7 +73,7 @@ def known_from(triage: TriageAttachment | None) -> KnownFromLog:
 
     def add(name: str, value: object, why: str) -> None:
         if value is not None and str(value).strip() and name not in values:
-            values[name] = KnownValue(name, str(value).strip(), why)
+            values[name] = KnownValue(name, _safe_line(str(value).strip()), why)
 
     details = finding.details
     recovery = details.get("recovery")
@@ -80,7 +83,7 @@ def known_from(triage: TriageAttachment | None) -> KnownFromLog:
         add("ITERATION", _int(recovery.get("checkpoint")),
             "the last checkpoint the log says was saved before the trouble")
         add("CKPT_DIR", recovery.get("checkpoint_path"), "where the log says it was saved")
-        advice = str(recovery.get("text") or "")
+        advice = inert(redact_text(str(recovery.get("text") or "")))
         commands = _recovery_commands(recovery)
     spike = details.get("spike")
     if isinstance(spike, Mapping):
@@ -110,7 +113,8 @@ def _recovery_commands(recovery: Mapping[str, object]) -> list[LogCommand]:
         name = FRAMEWORKS.get(framework, framework)
         return [LogCommand(f"{name}: the way back triage planned for this log"
                            if name and framework != "unknown" else
-                           "The way back triage planned for this log", command.strip())]
+                           "The way back triage planned for this log",
+                           _safe_line(command.strip()))]
     skip = recovery.get("skip")
     ranges = [(a, b) for a, b in (r for r in skip if isinstance(r, list | tuple) and len(r) == 2)
               if isinstance(a, int) and isinstance(b, int)] if isinstance(skip, list) else []
@@ -119,7 +123,7 @@ def _recovery_commands(recovery: Mapping[str, object]) -> list[LogCommand]:
     from trainmedic.triage.loss.recovery import megatron_lm_skip_values, merge_ranges
 
     checkpoint = _int(recovery.get("checkpoint"))
-    folder = recovery.get("checkpoint_path") or "$CKPT_DIR"
+    folder = _safe_line(str(recovery.get("checkpoint_path") or "$CKPT_DIR"))
     load = f"--load {folder}"
     step = f" --ckpt-step {checkpoint}" if checkpoint is not None else ""
     spans = " ".join(f"{a}-{b}" for a, b in merge_ranges(ranges))
@@ -134,6 +138,12 @@ def _recovery_commands(recovery: Mapping[str, object]) -> list[LogCommand]:
 FRAMEWORKS = {"megatron-lm": "NVIDIA Megatron-LM", "megatron-deepspeed": "Megatron-DeepSpeed",
               "hf-trainer": "Hugging Face Trainer", "deepspeed": "DeepSpeed",
               "lightning": "Lightning", "nemo": "NeMo", "torchtitan": "torchtitan"}
+
+
+def _safe_line(text: str) -> str:
+    """A value from a log, as it may reach a terminal and a command people paste: no secret,
+    no control character, one line."""
+    return inert_line(redact_text(text))
 
 
 def _where(finding: Finding) -> str:

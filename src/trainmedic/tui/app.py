@@ -151,7 +151,7 @@ class TrainmedicApp(App[int]):
         except OSError as exc:
             if not self._save_failed:
                 self._save_failed = True
-                self.notify(f"cannot save the walk: {exc}", severity="warning")
+                self.notify(f"cannot save the walk: {exc}", severity="warning", markup=False)
 
     def stop_on_exit(self, stop: Callable[[], object]) -> None:
         """Call `stop` when the app closes (a sweep in flight holds the exit for a node timeout
@@ -187,18 +187,20 @@ class TrainmedicApp(App[int]):
             else:
                 session = WalkSession(self.forest, target)
         except UsageError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
             return
         self.push_screen(WalkScreen(session))
 
     def resume(self, record: WalkRecord) -> None:
-        from trainmedic.walk import WalkSession
+        from trainmedic.walk import resume
 
         try:
-            session = WalkSession.from_record(self.forest, record)
+            session, note = resume(self.forest, record)
         except UsageError as exc:
-            self.notify(str(exc), severity="error", timeout=8)
+            self.notify(str(exc), severity="error", timeout=8, markup=False)
             return
+        if note:
+            self.notify(note, severity="warning", timeout=8, markup=False)
         self.open_walk(session)
 
     def open_browse(self, ref: Ref | None = None, *, search: bool = False) -> None:

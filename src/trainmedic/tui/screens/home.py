@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from trainmedic.textsafe import inert_line
 from trainmedic.tui.base import AppScreen
 from trainmedic.tui.served import probes_location
 from trainmedic.tui.widgets.footer import KeysFooter
@@ -102,8 +103,9 @@ class HomeScreen(AppScreen[None]):
         for item in skipped:
             if item.path not in self._reported:  # once per file, not at every return to home
                 self._reported.add(item.path)
-                self.app.notify(f"{item.path.name}: {item.reason}; skipped",
-                                title="Saved walk unreadable", severity="warning", timeout=6)
+                self.app.notify(inert_line(f"{item.path.name}: {item.reason}; skipped"),
+                                title="Saved walk unreadable", severity="warning", timeout=6,
+                                markup=False)
         self.entries = self._tree_entries() + self._action_entries() + self._walk_entries(walks)
         self.apply_filter(self.filter_text)
 
@@ -154,7 +156,7 @@ class HomeScreen(AppScreen[None]):
             label.append(f"{walk.tree or '?'}  {done} {walk.current or '?'}")
             steps = len(walk.steps)
             label.append(f"  {steps} step{'' if steps == 1 else 's'} · {when}", style="dim")
-            detail = Text(f"saved walk {saved.id}\n{saved.path}")
+            detail = Text(f"saved walk {saved.id}\n{inert_line(str(saved.path))}")
             hay = f"resume {saved.id} {walk.current}".lower()
             entries.append(Entry(f"walk:{saved.id}", label, hay, detail, walk))
         return entries

@@ -18,6 +18,8 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static, TextArea
 
+from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert, inert_line
 from trainmedic.tui.base import AppScreen
 from trainmedic.tui.widgets.footer import KeysFooter
 
@@ -27,10 +29,16 @@ if TYPE_CHECKING:
 VERDICT_STYLE = {"fits": "bold green", "tight": "bold yellow", "does not fit": "bold red"}
 
 
+def shown(text: str) -> str:
+    """Words of a launch script (anyone's) as they may reach the terminal, as the CLI shows
+    them: redacted, control characters made visible."""
+    return inert(redact_text(text))
+
+
 def summary_text(summary: MemorySummary) -> list[Text | Table]:
     """The CLI's report as renderables: verdict, lines, the two tables, changes, problems."""
     parts: list[Text | Table] = [
-        Text(summary.verdict_line, style=VERDICT_STYLE.get(summary.verdict, "bold")),
+        Text(shown(summary.verdict_line), style=VERDICT_STYLE.get(summary.verdict, "bold")),
         Text(summary.allocated_line), Text(summary.params_line)]
     from trainmedic.memory.summary import LEGEND, STAGE_HEADER, THEORETICAL_HEADER
 
@@ -49,16 +57,16 @@ def summary_text(summary: MemorySummary) -> list[Text | Table]:
     if summary.changes:
         changes = Text(summary.changes_title + "\n", style="bold")
         for k, change in enumerate(summary.changes, 1):
-            changes.append(f"  {k}. {change.change}: ", style="bold")
-            changes.append(change.args, style="cyan")
+            changes.append(f"  {k}. {shown(change.change)}: ", style="bold")
+            changes.append(shown(change.args), style="cyan")
             changes.append(f" -> {change.total_gib} GiB ({change.verdict})\n")
         changes.rstrip()
         parts.append(changes)
     for status, name, message in summary.problems:
         parts.append(Text.assemble((f"{status:4} ", "bold yellow" if status == "WARN"
-                                    else "bold red"), (f"{name}: ", "bold"), message))
+                                    else "bold red"), (f"{name}: ", "bold"), shown(message)))
     for note in summary.notes:
-        parts.append(Text(f"note: {note}", style="dim"))
+        parts.append(Text(shown(f"note: {note}"), style="dim"))
     return parts
 
 
@@ -144,11 +152,11 @@ class MemoryScreen(AppScreen[None]):
         status = self.query_one("#memory-status", Static)
         report = self.query_one("#memory-report", Static)
         if message.summary is None:
-            status.update(Text(message.error, style="red"))
+            status.update(Text(inert_line(message.error), style="red"))
             report.update("")
             return
         self.summary = message.summary
-        status.update(Text(f"from {message.source}", style="dim"))
+        status.update(Text(inert_line(f"from {message.source}"), style="dim"))
         report.update(Group(*summary_text(message.summary)))
         self.query_one("#memory-result", VerticalScroll).scroll_home(animate=False)
 

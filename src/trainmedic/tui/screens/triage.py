@@ -25,6 +25,7 @@ from textual.message import Message
 from textual.widgets import Input, Label, OptionList, Static, TextArea
 from textual.widgets.option_list import Option
 
+from trainmedic.textsafe import inert_line
 from trainmedic.triage import TriageReport
 from trainmedic.triage.attachment import TriageAttachment
 from trainmedic.tui.base import AppScreen
@@ -204,14 +205,14 @@ class TriageScreen(AppScreen[None]):
             self._ticker.pause()
         if message.report is None:
             self.query_one("#triage-status", Static).update(
-                Text(f"triage failed: {message.error}", style="red"))
+                Text(inert_line(f"triage failed: {message.error}"), style="red"))
             return
         self.report = message.report
         self.query_one(LossCurve).show(message.report.loss)
         self.show_findings(seconds)
         if not self.is_current:
-            self.app.notify(f"Log triage of {self.what} is done: ^t shows it.",
-                            title="Log triage")
+            self.app.notify(inert_line(f"Log triage of {self.what} is done: ^t shows it."),
+                            title="Log triage", markup=False)
 
     def _clear_results(self) -> None:
         self.report = None
@@ -224,8 +225,10 @@ class TriageScreen(AppScreen[None]):
         status = self.query_one("#triage-status", Static)
         findings = self.report.findings if self.report is not None else []
         took = f" in {seconds:.1f} s" if seconds >= 1 else ""
+        # sources read only in part (a decompression bomb, no line breaks): inert already
+        notes = "".join(f"\n{note}" for note in self.report.notes) if self.report else ""
         if not findings:
-            status.update(Text(f"No known failure found in it{took}.", style="yellow"))
+            status.update(Text(f"No known failure found in it{took}." + notes, style="yellow"))
             options.add_option(Option(Text.assemble(("triage  ", "bold"), "walk the entry tree "
                                                     "instead: what do you see?"), id=ASK_TREE))
             options.highlighted = 0
@@ -234,7 +237,8 @@ class TriageScreen(AppScreen[None]):
         causes = sum(f.kind == "cause" for f in findings)
         status.update(Text.assemble(
             (f"{len(findings)} finding(s){took}, most likely first", "bold"),
-            f": {causes} cause(s), {len(findings) - causes} symptom(s) · enter walks there"))
+            f": {causes} cause(s), {len(findings) - causes} symptom(s) · enter walks there",
+            (notes, "yellow")))
         for number, finding in enumerate(findings, start=1):
             options.add_option(Option(finding_prompt(number, finding, self.app.size.width)))
         options.highlighted = 0

@@ -22,6 +22,7 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from trainmedic.textsafe import inert_line
 from trainmedic.trees import Question
 from trainmedic.tui.base import AppScreen
 from trainmedic.tui.widgets.evidence import EvidencePanel
@@ -304,8 +305,8 @@ class WalkScreen(AppScreen[None]):
     def on_walk_screen_probes_answered(self, message: ProbesAnswered) -> None:
         self.running = [n for n in self.running if n not in message.names]
         if message.error:
-            self.notify(f"probes {','.join(message.names)} failed: {message.error}",
-                        severity="warning")
+            self.notify(inert_line(f"probes {','.join(message.names)} failed: {message.error}"),
+                        severity="warning", markup=False)
         elif message.results:
             self.session.attach_probes(message.results)
             self.app.save_session(self.session)

@@ -182,7 +182,7 @@ class FixPanel(Vertical):
             block.scroll_visible(animate=False)
             self.app.notify(f"{step.mark}\nPress {key} again (or y) to copy it.",
                             title=f"Command {key} is marked", severity="warning",
-                            timeout=CONFIRM_S)
+                            timeout=CONFIRM_S, markup=False)
             self._pending_timer = self.set_timer(CONFIRM_S, self.cancel)
             return True
         self.cancel()
