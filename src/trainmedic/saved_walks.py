@@ -275,7 +275,8 @@ def save_walk(record: WalkRecord) -> Path | None:
         raise WalkBusy(errno.EBUSY, f"walk {record.id} is being saved by another trainmedic")
     path = walks_dir() / f"{record.id}.json"
     if not record.worth_keeping:
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a folder that cannot be written says so on a
+            path.unlink(missing_ok=True)   # save that writes; removing is only tidying
         return None
     write_json_atomic(path, record.to_dict())
     return path
