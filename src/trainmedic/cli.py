@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from types import ModuleType, TracebackType
 from typing import NoReturn
 
-from trainmedic import __version__
+from trainmedic import __version__, children
 from trainmedic.commands import interactive_terminal
 from trainmedic.errors import TrainmedicError, UsageError
 
@@ -117,6 +117,7 @@ def _split(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     head, command, rest = _split(argv)
+    children.install_signal_handlers()  # SIGTERM/SIGHUP/SIGINT end every child group started
     try:
         top = _top_parser().parse_args(head)
         if command is None:
@@ -135,24 +136,40 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.parsers = parsers  # what `completion` reads; a function, so no one else pays for it
         return int(args._run(args) or 0)
     except TrainmedicError as exc:
-        message = str(exc)  # `FILE:LINE: error: ...` says "error:" itself: not twice
-        print(f"trainmedic: {message}" if "error:" in message else f"trainmedic: error: {message}",
-              file=sys.stderr)
+        _error(str(exc))
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("trainmedic: interrupted", file=sys.stderr)
-        return 130
     except BrokenPipeError:
         # `trainmedic export oom | head` must not print a traceback.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except OSError as exc:  # a file or folder the command did not expect to fail: one line
+        _error(f"{exc.filename}: {exc.strerror}" if exc.filename and exc.strerror else str(exc))
+        return 2
+    except KeyboardInterrupt:
+        # a probe's hung nvidia-smi, the ssh fan-out; children may start again afterwards only
+        # because tests run the command line inside one process
+        children.shutdown(children.SIGNAL_GRACE_S, final=False)
+        print("trainmedic: interrupted", file=sys.stderr)
+        return 130
     except SystemExit as exc:
         # Rich meets a closed pipe by pointing stdout at /dev/null and exiting 1, which would
         # read as "a check found problems"; a reader that stopped early is not a failure.
         if _from_rich_broken_pipe(exc.__traceback__):
             return 0
         raise
+
+
+def _error(message: str) -> None:
+    """The one line a failed command ends with. It often quotes input (a file name, a word of a
+    script, a saved walk's id): redacted, and on one line with control characters visible.
+    `FILE:LINE: error: ...` says "error:" itself: not twice."""
+    from trainmedic.redact import redact_text
+    from trainmedic.textsafe import inert_line
+
+    message = inert_line(redact_text(message))
+    print(f"trainmedic: {message}" if "error:" in message else f"trainmedic: error: {message}",
+          file=sys.stderr)
 
 
 def _from_rich_broken_pipe(tb: TracebackType | None) -> bool:

@@ -148,3 +148,72 @@ def test_probe_results_and_cluster_answers_are_inert():
     shown = render_text(result, all_columns=True, width=200)
     assert "node1" in shown and not leaks(shown), leaks(shown)
     assert not leaks(json.dumps(result.to_dict(), ensure_ascii=False))
+
+
+def test_resuming_a_crafted_saved_walk_prints_it_inert(tmp_path, capsys, monkeypatch):
+    import io
+
+    from trainmedic.state import walks_dir
+    from trainmedic.trees import load_forest
+    from trainmedic.walk import WalkSession
+
+    session = WalkSession(load_forest([]), "oom", walk_id="crafted")
+    session.answer(0)  # a walk that fits the trees, then crafted text in every free field
+    walk = session.to_dict()
+    walk["steps"][0].update(question=f"q {HOSTILE}", answer_text=f"a {HOSTILE}",
+                            evidence=[HOSTILE])
+    walk.update(started=HOSTILE, updated=HOSTILE, launch_command=HOSTILE, notes=HOSTILE)
+    walks_dir().mkdir(parents=True, exist_ok=True)
+    (walks_dir() / "crafted.json").write_text(json.dumps(walk), encoding="utf-8")
+    ahead = WalkSession.from_dict(session.forest, walk)
+    answers = []
+    while ahead.question is not None:  # answer 1 until the fix
+        ahead.answer(0)
+        answers.append("1")
+    assert main(["walk", "--resume", "crafted", "--answers", ",".join(answers),
+                 "--no-probes"]) == 0
+    out = capsys.readouterr()
+    assert "PWNED" in out.out and not leaks(out.out + out.err), leaks(out.out + out.err)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("b\nq\n"))
+    assert main(["walk", "--resume", "crafted", "--plain", "--no-probes"]) == 0
+    out = capsys.readouterr()
+    assert not leaks(out.out + out.err), leaks(out.out + out.err)
+
+
+def test_memory_and_preflight_print_a_hostile_script_inert(tmp_path, capsys):
+    hostile = HOSTILE.replace("\x00", "")  # a NUL makes it a binary file, refused whole
+    script = tmp_path / "launch.sh"
+    script.write_text(
+        "torchrun --nproc-per-node 8 "
+        f"'pre{hostile}train.py' --num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+        "--seq-length 128 --max-position-embeddings 128 --micro-batch-size 1 "
+        f"--global-batch-size 8 --tokenizer-model '{hostile}' --data-path '{hostile}'\n",
+        encoding="utf-8")
+    for command in ("memory", "preflight"):
+        main([command, "--script", str(script)])
+        out = capsys.readouterr()
+        assert "PWNED" in out.out and not leaks(out.out + out.err), (command, leaks(out.out))
+
+
+def test_a_saved_cluster_sweep_is_inert_when_read_back():
+    from trainmedic.cluster.result import ClusterResult
+    from trainmedic.commands.probe_nodes import render_text
+
+    node = {"host": HOSTILE, "state": "garbage", "detail": HOSTILE,
+            "result": {"probes": [{"name": HOSTILE, "facts": {HOSTILE: HOSTILE}}]}}
+    result = ClusterResult.from_dict({
+        "time": HOSTILE, "spec": HOSTILE, "method": HOSTILE, "node_count": 1, "answered": 0,
+        "bad_nodes": [HOSTILE], "verdicts": [HOSTILE], "splits": [{"fact": HOSTILE,
+                                                                  "groups": {HOSTILE: HOSTILE}}],
+        "findings": [{"host": HOSTILE, "kind": "x", "message": HOSTILE}], "nodes": [node]})
+    assert not leaks(json.dumps(result.to_dict(), ensure_ascii=False))
+    shown = render_text(result, all_columns=True, width=200)
+    assert "PWNED" in shown and not leaks(shown)
+
+
+def test_command_errors_are_one_inert_redacted_line(tmp_path, capsys):
+    missing = tmp_path / f"x{HOSTILE}WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567"
+    assert main(["triage", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and not leaks(err), err
+    assert "0123456789abcdef0123456789abcdef01234567" not in err

@@ -111,3 +111,58 @@ def test_a_state_folder_that_cannot_be_listed_is_a_warning(tmp_path, monkeypatch
     monkeypatch.setattr(Path, "is_dir", refuse)
     walks, skipped = saved_walks.list_walks()
     assert walks == [] and "Permission denied" in str(skipped[0])
+
+
+def test_a_sweep_that_may_run_for_hours_is_confirmed_first(monkeypatch, capsys):
+    from trainmedic.cluster import fanout
+    from trainmedic.cluster.fanout import FanoutRun
+
+    ran: list[str] = []
+
+    def fake(method):
+        def run(nodes, names, **_kwargs):
+            ran.append(method)
+            return FanoutRun(method, nodes, [])
+        return run
+
+    monkeypatch.setattr(fanout, "fan_out_ssh", fake("ssh"))
+    monkeypatch.setattr(fanout, "fan_out_srun", fake("srun"))
+    # 4096 hosts, 32 at a time, 60 s each: over two hours if they hang; nobody to ask here
+    assert main(["probe", "--nodes", "a[1-4096]"]) == 2
+    err = capsys.readouterr().err
+    assert "--yes" in err and "4096 nodes" in err and len(err.strip().splitlines()) == 1
+    assert ran == []
+    assert main(["probe", "--nodes", "a[1-4096]", "--yes", "--json"]) == 0
+    assert main(["probe", "--nodes", "a[1-64]", "--json"]) == 0  # two rounds: asks nothing
+    monkeypatch.setenv("SLURM_JOB_NODELIST", "a[1-4096]")
+    assert main(["probe", "--nodes", "slurm", "--json"]) == 0  # one srun step: one timeout
+    assert ran == ["ssh", "ssh", "srun"]
+
+
+def test_the_parse_cache_is_pruned_when_it_writes(tmp_path, monkeypatch):
+    import time
+
+    from trainmedic.state import tree_cache_dir
+    from trainmedic.trees import cache
+
+    folder = tree_cache_dir()
+    folder.mkdir(parents=True, mode=0o700)
+    now = time.time()
+
+    def entry(name: str, size: int, age_days: float) -> Path:
+        path = folder / name
+        path.write_bytes(b"x" * size)
+        os.utime(path, (now - age_days * 86400, now - age_days * 86400))
+        return path
+
+    gone = entry("old.pickle", 10, 40)  # a tree from a scratch folder, long gone
+    left = entry(".killed.tmp", 10, 1)  # a killed writer's temporary file
+    oldest = entry("a.pickle", 600_000, 3)
+    newer = entry("b.pickle", 600_000, 2)
+    unrelated = entry("notes.txt", 10, 400)
+    monkeypatch.setattr(cache, "MAX_CACHE_BYTES", 1_000_000)  # room for one of the two
+    monkeypatch.setattr(cache, "_pruned", set())
+    cache.load_cached(TREE, str(TREE))  # a miss: parses, writes its entry, prunes
+    fresh = _entry(tmp_path / "cache")
+    assert fresh.exists() and newer.exists() and unrelated.exists()
+    assert not gone.exists() and not left.exists() and not oldest.exists()

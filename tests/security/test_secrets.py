@@ -122,6 +122,7 @@ def test_saved_walk_file(name, text, secret):
 
     walk = WalkSession(load_forest([]), "oom")
     walk.launch_command = text
+    walk.notes = text  # what the user typed, often pasted from a terminal
     walk.attach_probes([_scrub(ProbeResult(name="env", status="ok", summary="s",
                                            raw=text, facts={"comment": text}))])
     walk.triage = TriageAttachment.of(triage_text(OOM + one_line(text)))

@@ -21,14 +21,14 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
+from trainmedic import children
 from trainmedic.cluster import hostlist
 from trainmedic.cluster.result import NodeAnswer
 from trainmedic.errors import UsageError
@@ -72,16 +72,16 @@ def _extra_args(variable: str) -> list[str]:
 
 
 def _run_query(argv: list[str]) -> str | None:
-    """stdout of a Slurm query, or None when the tool is missing or fails."""
+    """stdout of a Slurm query, or None when the tool is missing, fails or hangs."""
     if shutil.which(argv[0]) is None:
         return None
     try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=_QUERY_TIMEOUT, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        done = children.run(argv, _QUERY_TIMEOUT)
+    except OSError:
         return None
-    return done.stdout if done.returncode == 0 else None
+    if done.timed_out or done.returncode != 0:
+        return None
+    return done.stdout.decode("utf-8", "replace")
 
 
 def job_nodelist(job: str) -> str:
@@ -286,7 +286,7 @@ def parse_srun_output(
     return result
 
 
-def _drain(stream, sink: list[str]) -> None:
+def _drain(stream: IO[str], sink: list[str]) -> None:
     for line in iter(stream.readline, ""):
         sink.append(line)
     stream.close()
@@ -295,13 +295,12 @@ def _drain(stream, sink: list[str]) -> None:
 def run_bounded(argv: list[str], timeout: float) -> tuple[str, str, int | None, bool]:
     """Run argv, reading output as it comes; on the deadline stop it and keep what was said.
 
-    Returns (stdout, stderr, returncode or None, timed_out). The child gets its own session so
-    that stopping it also stops what it started (srun's helpers, ssh's proxies).
+    Returns (stdout, stderr, returncode or None, timed_out). `trainmedic.children` gives the
+    child its own session, so stopping it (SIGTERM first: srun cancels its step) also stops
+    what it started (srun's helpers, ssh's proxies), at the deadline, on Ctrl-C or when
+    trainmedic is told to end.
     """
-    proc = subprocess.Popen(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, errors="replace", start_new_session=True,
-    )
+    proc = children.spawn(argv, text=True)
     out: list[str] = []
     err: list[str] = []
     readers = [
@@ -311,48 +310,24 @@ def run_bounded(argv: list[str], timeout: float) -> tuple[str, str, int | None, 
     for reader in readers:
         reader.start()
     timed_out = False
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _stop(proc)
+        children.stop(proc, children.TERM_GRACE_S)
     except BaseException:  # Ctrl-C: the child is in its own session and did not see it
-        _stop(proc)
+        children.stop(proc, children.TERM_GRACE_S)
         raise
     finally:
-        with _LIVE_LOCK:
-            _LIVE.discard(proc)
+        children.release(proc)
     for reader in readers:
         reader.join(timeout=2.0)
     return "".join(out), "".join(err), proc.returncode, timed_out
 
 
-_LIVE: set[subprocess.Popen] = set()  # children still running, for Ctrl-C from another thread
-_LIVE_LOCK = threading.Lock()
-
-
 def stop_all() -> None:
-    """Stop every fan-out child still running (the ssh workers on Ctrl-C)."""
-    with _LIVE_LOCK:
-        live = list(_LIVE)
-    for proc in live:
-        _stop(proc)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """SIGTERM the child's process group (srun then cancels its step), SIGKILL if it lingers."""
-    for sig, grace in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 2.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        try:
-            proc.wait(timeout=grace)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    """Stop every child still running (the ssh workers on Ctrl-C, a sweep when the app quits)."""
+    children.stop_all(children.TERM_GRACE_S)
 
 
 def fan_out_srun(

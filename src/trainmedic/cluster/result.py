@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from trainmedic.redact import redact_text
-from trainmedic.textsafe import inert, inert_line
+from trainmedic.textsafe import inert, inert_deep, inert_line
 
 RESULT_VERSION = 1
 
@@ -178,7 +178,11 @@ class ClusterResult:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ClusterResult:
-        """A saved or printed result; any key may be missing or malformed."""
+        """A saved or printed result; any key may be missing or malformed, and any string may
+        hold escape sequences (someone else's file): all are made inert here."""
+        clean = inert_deep(dict(data))
+        assert isinstance(clean, dict)
+        data = clean
         version = data.get("version")
         return cls(
             time=_text(data.get("time")),

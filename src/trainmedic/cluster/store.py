@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from trainmedic.cluster.result import ClusterResult
+from trainmedic.safefile import read_bounded
 from trainmedic.state import cluster_result_path, write_json_atomic
 
 
@@ -24,11 +25,14 @@ def save_last_result(result: ClusterResult) -> Path:
     return path
 
 
+MAX_RESULT_BYTES = 256 << 20  # 65,536 nodes of a few KB each; a bigger file is not ours
+
+
 def load_last_result() -> ClusterResult | None:
-    """The last saved cluster result, or None when there is none or it is unreadable."""
+    """The last saved cluster result, or None when there is none or it is unreadable (a
+    regular file of at most MAX_RESULT_BYTES: a FIFO or a device never blocks the app)."""
     try:
-        with last_result_path().open(encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(read_bounded(last_result_path(), MAX_RESULT_BYTES))
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or "bad_nodes" not in data:

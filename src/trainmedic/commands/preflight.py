@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             "training_command": _command_json(cmd),
         }), indent=2))
     else:
-        from trainmedic.commands.memory_output import print_checks
+        from trainmedic.commands.memory_output import print_checks, shown
 
         counts = {s: sum(c.status == s for c in checks) for s in ("pass", "warn", "fail", "skip")}
         print(f"preflight: {counts['fail']} failed, {counts['warn']} warnings, "
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         print_checks(checks)
         notes = (cfg.notes if cfg is not None else []) + (report.notes if report else [])
         for note in notes:
-            print(f"note: {note}")
+            print(shown(f"note: {note}"))
     return 1 if failed else 0
 
 

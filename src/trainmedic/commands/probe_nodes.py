@@ -15,7 +15,8 @@ from trainmedic.cluster.result import ClusterResult
 
 
 def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
-    """The fan-out options of `trainmedic probe` (--nodes, --job, --node-timeout, --all-columns)."""
+    """The fan-out options of `trainmedic probe` (--nodes, --job, --node-timeout, --all-columns,
+    --yes)."""
     parser.add_argument(
         "--nodes", metavar="SPEC",
         help="probe every node: 'slurm' (this allocation, or --job ID; through srun) or a host "
@@ -31,6 +32,19 @@ def add_cluster_arguments(parser: argparse.ArgumentParser) -> None:
         "--all-columns", action="store_true",
         help="with --nodes: show every column and every node, not only what differs",
     )
+    parser.add_argument(
+        "--yes", action="store_true",
+        help="with --nodes: run a sweep that may take over an hour without asking",
+    )
+
+
+def _confirm(question: str) -> bool:
+    """Asked on a terminal; without one, a long sweep needs --yes (nobody can answer)."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        return False
+    sys.stderr.write(f"trainmedic: {question}. Run it? [y/N] ")
+    sys.stderr.flush()
+    return sys.stdin.readline().strip().lower() in ("y", "yes")
 
 
 def run_nodes(args: argparse.Namespace) -> int:
@@ -43,7 +57,8 @@ def run_nodes(args: argparse.Namespace) -> int:
     names = [str(n) for n in args.names]
     require_known(names)  # here, rather than once per node
     timeout = DEFAULT_NODE_TIMEOUT if args.node_timeout is None else float(args.node_timeout)
-    result = sweep(args.nodes or "", names, job=args.job or None, timeout=timeout)
+    result = sweep(args.nodes or "", names, job=args.job or None, timeout=timeout,
+                   confirm=None if args.yes else _confirm)
     try:
         saved = str(save_last_result(result))
     except OSError as exc:

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", nargs="?", metavar="SESSION",
-                        help="walk id, id prefix or saved file (default: the latest walk)")
+                        help="walk id, id prefix or saved file (default: the latest walk that "
+                             "reached a fix)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     parser.add_argument("--repo", metavar="PATH",
                         help="framework checkout whose commit and dirty flag go in the report")
@@ -42,10 +43,21 @@ def _warn_skipped(skipped: Iterable[Skipped]) -> None:
         print(f"trainmedic: warning: {inert_line(str(item))}", file=sys.stderr)
 
 
+def _unreadable(skipped: list[Skipped]) -> None:
+    """The walks folder itself cannot be read (a state folder made by `sudo trainmedic`): that
+    is the whole answer, one line, not a warning followed by "no saved walks"."""
+    from trainmedic.saved_walks import unreadable_folder
+
+    folder = unreadable_folder(skipped)
+    if folder is not None:
+        raise UsageError(folder.error())
+
+
 def _list(as_json: bool) -> int:
     from trainmedic.saved_walks import list_walks
 
     walks, skipped = list_walks()
+    _unreadable(skipped)
     _warn_skipped(skipped)
     rows = [{"id": w.id, "tree": w.record.tree, "updated": w.record.updated,
              "finished": w.record.finished, "steps": len(w.record.steps), "path": str(w.path)}
@@ -78,11 +90,14 @@ def run(args: argparse.Namespace) -> int:
     from trainmedic.saved_walks import find_walk
     from trainmedic.trees import load_forest
 
-    saved, skipped = find_walk(args.session)
+    saved, skipped = find_walk(args.session, prefer_finished=True)
+    if saved is None:
+        _unreadable(skipped)
     _warn_skipped(skipped)
     if saved is None:
         if args.session:
-            raise UsageError(f"no saved walk '{args.session}' (see `trainmedic report --list`)")
+            raise UsageError(f"no saved walk {inert_line(repr(args.session))} (see "
+                             "`trainmedic report --list`)")
         raise UsageError("no saved walks yet: run `trainmedic walk TREE` first")
     repo = None
     if args.repo:
@@ -112,4 +127,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    if not args.session:  # say which walk, at 3 a.m. the newest is not always the one meant
+        which = "the latest that reached a fix" if saved.record.finished else \
+            "the latest; none reached a fix"
+        print(f"trainmedic: report of walk {saved.id} ({which}; see --list)", file=sys.stderr)
     return 0

@@ -34,15 +34,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _resume(forest: Forest, name: str) -> WalkSession:
-    from trainmedic.saved_walks import find_walk
-    from trainmedic.walk import WalkSession
+    from trainmedic.saved_walks import find_walk, unreadable_folder
+    from trainmedic.textsafe import inert_line
+    from trainmedic.walk import resume
 
     saved, skipped = find_walk(name or None)
+    folder = unreadable_folder(skipped)
+    if saved is None and folder is not None:
+        raise UsageError(folder.error())
     for item in skipped:
         print(f"trainmedic: warning: {item}", file=sys.stderr)
     if saved is None:
-        raise UsageError(f"no saved walk '{name}'" if name else "no saved walk to resume")
-    return WalkSession.from_record(forest, saved.record)
+        raise UsageError(f"no saved walk {inert_line(repr(name))}" if name
+                         else "no saved walk to resume")
+    session, note = resume(forest, saved.record)
+    if note:
+        print(f"trainmedic: warning: {note}", file=sys.stderr)
+    return session
 
 
 def _job_hints(args: argparse.Namespace) -> None:

@@ -6,10 +6,10 @@ timeout, and any failure is a one-line usage error naming the path.
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from trainmedic import children
 from trainmedic.errors import UsageError
 
 GIT_TIMEOUT_S = 10.0
@@ -30,18 +30,17 @@ class RepoInfo:
 
 def _git(path: Path, *args: str) -> str:
     try:
-        done = subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True,
-                              timeout=GIT_TIMEOUT_S, check=False, stdin=subprocess.DEVNULL)
+        done = children.run(["git", "-C", str(path), *args], GIT_TIMEOUT_S)
     except FileNotFoundError:
         raise UsageError("--repo needs git, which is not installed") from None
-    except subprocess.TimeoutExpired:
-        raise UsageError(f"--repo {path}: git did not answer within {GIT_TIMEOUT_S:.0f}s") from None
     except OSError as exc:  # git present but not executable, and the like
         raise UsageError(f"--repo {path}: cannot run git: {exc.strerror or exc}") from None
+    if done.timed_out:
+        raise UsageError(f"--repo {path}: git did not answer within {GIT_TIMEOUT_S:.0f}s")
     if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or ["git failed"])[-1]
+        why = (done.stderr.decode("utf-8", "replace").strip().splitlines() or ["git failed"])[-1]
         raise UsageError(f"--repo {path}: not a git checkout ({why})")
-    return done.stdout
+    return done.stdout.decode("utf-8", "replace")
 
 
 def repo_info(path: str | Path) -> RepoInfo:

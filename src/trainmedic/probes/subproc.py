@@ -1,20 +1,19 @@
 """Run one external program safely: argument list, own session, hard timeout, no exceptions.
 
 During an incident nvidia-smi can hang for minutes (a GPU fell off the bus) and dmesg can be
-forbidden; the probe must still come back with a reason. The child runs in its own session so
-the whole process group is killed at the timeout, and every failure becomes a `CmdResult`.
+forbidden; the probe must still come back with a reason. `trainmedic.children` starts the child
+in its own session and kills the whole group at the timeout (or when trainmedic is told to end);
+every failure becomes a `CmdResult`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
-import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from trainmedic import children
 
 MAX_OUTPUT_CHARS = 2_000_000  # nvidia-smi -q -x on 8 GPUs is ~300 KB; anything beyond is junk
 
@@ -54,14 +53,6 @@ def _decode(data: bytes | None) -> str:
     return data[:MAX_OUTPUT_CHARS].decode("utf-8", errors="replace")
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        with contextlib.suppress(OSError):
-            proc.kill()
-
-
 def _not_executable(name: str) -> str:
     """The path of a file named `name` on PATH that we may not execute, or ""."""
     for folder in os.environ.get("PATH", "").split(os.pathsep):
@@ -74,7 +65,6 @@ def _not_executable(name: str) -> str:
 def run_cmd(argv: Sequence[str], timeout: float) -> CmdResult:
     """Run `argv` (never through a shell) for at most `timeout` seconds."""
     args = [str(a) for a in argv]
-    start = time.monotonic()
     if timeout <= 0:
         return CmdResult(args, None, error="timed out before it could start")
     exe = shutil.which(args[0])
@@ -85,37 +75,14 @@ def run_cmd(argv: Sequence[str], timeout: float) -> CmdResult:
         return CmdResult(args, None, error=f"{args[0]}: not found on PATH")
     env = dict(os.environ, LC_ALL="C", LANG="C")
     try:
-        proc = subprocess.Popen(
-            [exe, *args[1:]],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            env=env,
-        )
+        done = children.run([exe, *args[1:]], timeout, env=env)
     except PermissionError:
         return CmdResult(args, None, error=f"{args[0]}: permission denied")
     except OSError as exc:
         return CmdResult(args, None, error=f"{args[0]}: {exc.strerror or exc}")
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        out = err = b""
-        # A process stuck in the kernel (D state) cannot die at once: do not wait for it.
-        with contextlib.suppress(subprocess.TimeoutExpired, OSError, ValueError):
-            out, err = proc.communicate(timeout=0.5)
-        return CmdResult(
-            args,
-            None,
-            _decode(out),
-            _decode(err),
-            error=f"{args[0]}: timed out after {timeout:.3g}s",
-            duration_s=time.monotonic() - start,
-        )
-    except OSError as exc:
-        _kill_group(proc)
-        return CmdResult(args, None, error=f"{args[0]}: {exc}")
-    return CmdResult(
-        args, proc.returncode, _decode(out), _decode(err), duration_s=time.monotonic() - start
-    )
+    if done.timed_out:
+        return CmdResult(args, None, _decode(done.stdout), _decode(done.stderr),
+                         error=f"{args[0]}: timed out after {timeout:.3g}s",
+                         duration_s=done.duration_s)
+    return CmdResult(args, done.returncode, _decode(done.stdout), _decode(done.stderr),
+                     duration_s=done.duration_s)

@@ -9,15 +9,21 @@ Entries are pickles, and unpickling runs code: an entry is only read when it, it
 folder above are owned by this user and writable by nobody else (a shared or planted
 `XDG_CACHE_HOME` is simply not used). Pickle rather than JSON because the model holds `Text`
 subclasses, rules and source lines that JSON would need a second, drifting serializer for.
+
+The folder is pruned when an entry is written (a miss, so never on the fast path): entries not
+rewritten for PRUNE_AFTER_S (trees from a scratch folder long gone), temporary files a killed
+writer left, and the oldest entries beyond MAX_CACHE_BYTES.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 from trainmedic.state import tree_cache_dir
@@ -25,6 +31,11 @@ from trainmedic.trees.model import Tree
 from trainmedic.trees.problems import Problem
 
 _FORMAT = 1
+PRUNE_AFTER_S = 30 * 86400.0  # an entry of a tree still in use is re-read, not re-written:
+# pruning it costs one parse a month
+MAX_CACHE_BYTES = 64 << 20
+_STALE_TEMP_S = 3600.0
+_pruned: set[Path] = set()  # folders pruned by this process (once is enough)
 _CODE = ("model.py", "loader.py", "spec.py", "yamlsafe.py", "problems.py", "cache.py")
 
 
@@ -72,7 +83,40 @@ def load_cached(path: Path, shown: str) -> tuple[Tree | None, list[Problem]]:
         os.replace(tmp, entry)
     except OSError:
         pass
+    prune(entry.parent, keep=entry)
     return result
+
+
+def prune(folder: Path, *, keep: Path | None = None, now: float | None = None) -> None:
+    """Remove old entries and leftovers, then the oldest entries beyond MAX_CACHE_BYTES (never
+    `keep`, the entry just written)."""
+    if folder in _pruned:
+        return
+    _pruned.add(folder)
+    now = time.time() if now is None else now
+    kept: list[tuple[float, int, Path]] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for item in entries:
+        try:
+            info = item.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        stale = _STALE_TEMP_S if item.name.endswith(".tmp") else PRUNE_AFTER_S
+        if item.name.endswith((".pickle", ".tmp")) and now - info.st_mtime > stale:
+            with contextlib.suppress(OSError):
+                os.unlink(item.path)
+        elif item.name.endswith(".pickle") and Path(item.path) != keep:
+            kept.append((info.st_mtime, info.st_size, Path(item.path)))
+    total = sum(size for _, size, _ in kept)
+    for _, size, path in sorted(kept):  # oldest first
+        if total <= MAX_CACHE_BYTES:
+            break
+        with contextlib.suppress(OSError):
+            path.unlink()
+        total -= size
 
 
 def _private_stat(info: os.stat_result) -> bool:

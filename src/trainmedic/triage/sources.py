@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from trainmedic import children
 from trainmedic.errors import UsageError
 
 CHUNK = 1 << 20
@@ -394,14 +395,21 @@ def grep_candidates(
         # far above grep's speed; only a hang hits it (streams: a generous hour)
         timeout = 60.0 + size / 20e6 if path is not None else 3600.0
     env = dict(os.environ, LC_ALL="C")
+    # each grep in its own process group, stopped at the deadline or when trainmedic is told
+    # to end (trainmedic.children)
     first: subprocess.Popen | None = None
     if exclude is not None and path is not None and stream is None:
-        first = subprocess.Popen([grep, "-a", "-n", "-v", "-E", "-e", exclude, "--", path],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        first = children.spawn([grep, "-a", "-n", "-v", "-E", "-e", exclude, "--", path],
+                               env=env)
         args = [grep, "-a", "-E", "-e", ere]  # reads "N:line" from the first grep
-    proc = subprocess.Popen(args, stdin=first.stdout if first is not None else (
-                                subprocess.PIPE if stream is not None else None),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        proc = children.spawn(args, stdin=first.stdout if first is not None else (
+                                  subprocess.PIPE if stream is not None else subprocess.DEVNULL),
+                              env=env)
+    except BaseException:
+        if first is not None:
+            children.stop(first)
+        raise
     for started in (proc, first):
         if started is not None:
             _limit_memory(started.pid)
@@ -409,11 +417,12 @@ def grep_candidates(
         first.stdout.close()  # the second grep holds it now
 
     def kill() -> None:
-        proc.kill()
+        children.stop(proc)
         if first is not None:
-            first.kill()
+            children.stop(first)
 
     timer = threading.Timer(timeout, kill)
+    timer.daemon = True
     timer.start()
     feed_errors: list[BaseException] = []
     breaks: list[int] = []  # grep line numbers that end at a newline the feeder inserted
@@ -462,9 +471,10 @@ def _output(proc: subprocess.Popen, first: subprocess.Popen | None, timer: threa
     finally:
         timer.cancel()
         for p in (proc, first):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.wait()
+            if p is not None:
+                if p.poll() is None:
+                    children.stop(p)
+                children.release(p)
         if first is not None and first.stderr:
             first.stderr.close()
         if feeder is not None:
