@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import pytest
 
@@ -67,7 +68,8 @@ def test_unreadable_files_in_a_folder_are_named(tmp_path):
 def test_empty_and_binary_files_in_a_folder_are_named(tmp_path, capsys):
     folder = incident_folder(tmp_path)
     (folder / "rank2.log").write_text("")
-    (folder / "core.12345").write_bytes(b"\x7fELF" + b"\x00" * 4096)
+    with open(os.path.realpath(sys.executable), "rb") as elf:  # an ELF head, as a core's
+        (folder / "core.12345").write_bytes(elf.read(8192))
     report = triage_paths([str(folder)])
     skipped = dict(report.skipped)
     assert skipped[str(folder / "rank2.log")] == "empty"
@@ -75,3 +77,13 @@ def test_empty_and_binary_files_in_a_folder_are_named(tmp_path, capsys):
     assert main(["triage", str(folder), "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert {"file": str(folder / "rank2.log"), "reason": "empty"} in out["skipped"]
+
+
+@pytest.mark.parametrize("padding", [b"\0" * 8192, b"\0" * 100 + b"\n"], ids=["head", "line"])
+def test_a_log_padded_with_nuls_by_a_crashed_writer_is_still_read(tmp_path, padding):
+    # a node that died mid-write leaves a run of NULs where the page cache was never flushed
+    log = tmp_path / "rank0.log"
+    log.write_bytes(padding + OOM.encode() + b"\n" + b"\0" * 4096)
+    for grep in (True, False):
+        report = triage_paths([str(log)], use_grep=grep)
+        assert report.skipped == [] and [f.link for f in report.findings] == ["oom#when"]

@@ -122,14 +122,18 @@ def unreadable_reason(source: Source) -> str | None:
     return None
 
 
-_TEXT_CONTROLS = frozenset(b"\t\n\r\x0c\x1b")
+_TEXT_CONTROLS = frozenset("\t\n\r\x0c\x1b")
 
 
 def _binary(head: bytes) -> bool:
-    """Mostly NUL or control bytes: a checkpoint, an image, a core file. A few stray ones (a
-    crashed writer's padding, a pasted escape) leave a log a log."""
-    odd = sum(1 for b in head if b < 32 and b not in _TEXT_CONTROLS)
-    return odd > len(head) * 0.3
+    """Mostly control bytes besides NUL: a checkpoint, an image, a core file. NUL runs are left
+    out (a crashed writer's padding, a preallocated file: the text around them is still a log,
+    and a head of NULs only is left to the reader, which stops at `NO_BREAK` bytes without a line
+    break); a few stray control bytes (a pasted escape) leave a log a log."""
+    text = head.replace(b"\0", b"").decode("utf-8", "replace")
+    odd = sum(1 for c in text if c == "\ufffd" or c == "\x7f"
+              or (c < " " and c not in _TEXT_CONTROLS))
+    return odd > len(text) * 0.3
 
 
 def expand_paths(paths: list[str], skipped: list[tuple[str, str]] | None = None) -> list[Source]:
