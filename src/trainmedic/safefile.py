@@ -73,6 +73,46 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
         os.close(fd)
 
 
+def private_stat(info: os.stat_result) -> bool:
+    """Owned by this user, writable by nobody else (always true where there are no owners)."""
+    if not hasattr(os, "geteuid"):
+        return True
+    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def private_folder(folder: Path) -> bool:
+    """A folder (not a link to one) that only this user can change."""
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and private_stat(info)
+
+
+def read_private(path: Path, limit: int) -> bytes:
+    """The bytes of a file of trainmedic's own that only this user can have written: a regular
+    file (not a link), in a folder that is `private_folder`, under one that is too, owned by this
+    user, writable by nobody else, of at most `limit` bytes. OSError otherwise.
+
+    For what trainmedic trusts without checking again (a cached result): a file someone else
+    could plant or swap is never read."""
+    if not (private_folder(path.parent.parent) and private_folder(path.parent)):
+        raise OSError(errno.EPERM, "folder others can write", str(path))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not (stat.S_ISREG(info.st_mode) and private_stat(info)):
+            raise OSError(errno.EPERM, "not a private regular file", str(path))
+        if info.st_size > limit:
+            raise TooLarge(path, info.st_size, limit)
+        data = os.read(fd, limit + 1)
+        if len(data) > limit:
+            raise TooLarge(path, len(data), limit)
+        return data
+    finally:
+        os.close(fd)
+
+
 def written_by_trainmedic(path: Path) -> bool:
     """Whether a regular file carries trainmedic's marker near its top (never follows links)."""
     try:

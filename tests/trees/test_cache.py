@@ -77,3 +77,15 @@ def test_unwritable_cache_falls_back_to_parsing(tmp_path: Path,
     path.write_text(TREE.format(title="Plain"))
     tree, _ = load_cached(path, "t.yaml")
     assert tree is not None and tree.title == "Plain"
+
+
+def test_same_size_edit_at_the_same_time_is_seen(tmp_path: Path) -> None:
+    # two saves within one tick of the file system's clock, `cp -p`, a checkout restoring times
+    path = tmp_path / "t.yaml"
+    path.write_text(TREE.format(title="Alpha"))
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    load_cached(path, "t.yaml")
+    path.write_text(TREE.format(title="Omega"))  # same size
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    tree, _ = load_cached(path, "t.yaml")
+    assert tree is not None and tree.title == "Omega"
