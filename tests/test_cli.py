@@ -55,3 +55,14 @@ def test_command_help_works_without_textual(name: str) -> None:
     assert result.returncode == 0, result.stderr[-500:]
     assert result.stdout.startswith(f"usage: trainmedic {name}")
     assert result.stdout.rstrip().endswith("[]"), result.stdout[-300:]
+
+
+def test_short_lived_commands_run_without_the_cyclic_collector_only_as_the_program(
+        tmp_path: Path) -> None:
+    # `lint` and `memory` end soon after they start: run as the program they skip the collector
+    # (and its full pass at exit); a caller in the same process keeps it
+    code = ("import gc, sys; from trainmedic import cli; cli.main(['lint']); on = gc.isenabled(); "
+            "sys.argv = ['trainmedic', 'lint']; cli.main(); print(on, gc.isenabled())")
+    result = run("-c", code, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr[-500:]
+    assert result.stdout.split() == ["True", "False"]
