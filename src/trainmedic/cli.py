@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType, TracebackType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from trainmedic import __version__, children
 from trainmedic.commands import interactive_terminal
@@ -52,9 +52,38 @@ HIDDEN_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _terminal_columns() -> int:
+    """`shutil.get_terminal_size().columns`, without importing shutil (with bz2, lzma and zlib
+    behind it: a twentieth of `trainmedic memory`'s run; argparse asks at every argument added)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    stdout = sys.__stdout__
+    if columns <= 0 and stdout is not None:
+        try:
+            columns = os.get_terminal_size(stdout.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout at the width argparse would choose (`_terminal_columns`)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _terminal_columns() - 2 if width is None else width)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: `trainmedic: error: MESSAGE (see `PROG --help`)`, exit 2,
     no usage block (the contract promises one line)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # Any: argparse's own signature
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{message} (see `{self.prog} --help`)")
