@@ -86,7 +86,8 @@ def _check_tree(tree: Tree) -> list[Problem]:
             for text in prose:
                 out += _prose_env(file, line, str(text), "")
             if node.help:
-                out += _command_env(file, _lines(str(node.help), line, line_known=False), "", "")
+                out += _command_env(file, _lines(str(node.help), line, line_known=False), "",
+                                    None)
         else:
             out += _check_fix(file, node)
     return out
@@ -95,8 +96,6 @@ def _check_tree(tree: Tree) -> list[Problem]:
 def _check_fix(file: str, fix: Fix) -> list[Problem]:
     out: list[Problem] = []
     myth = str(fix.myth or "")
-    node_text = " ".join([str(fix.why), str(fix.verify or ""),
-                          *(f"{s.do} {s.code or ''}" for s in fix.steps)])
     for text in (fix.fix, fix.why, fix.verify):
         if text:
             out += _prose_env(file, fix.src.line, str(text), myth)
@@ -107,7 +106,7 @@ def _check_fix(file: str, fix: Fix) -> list[Problem]:
         if not step.code:
             continue
         lines = _lines(step.code, step.code_line or step.src.line, line_known=bool(step.code_line))
-        out += _command_env(file, lines, myth, node_text)
+        out += _command_env(file, lines, myth, fix)
         context = _declared(fix, step)
         if context and context.framework == "nccl" and context.versions.low:
             out += _nccl_versions(file, lines, context)
@@ -325,10 +324,11 @@ def _prose_env(file: str, line: int, text: str, myth: str) -> list[Problem]:
     return out
 
 
-def _command_env(file: str, lines: list[tuple[int, str]], myth: str, node_text: str
+def _command_env(file: str, lines: list[tuple[int, str]], myth: str, fix: Fix | None
                  ) -> list[Problem]:
     """In a command, a name must be read by a library, not removed, not a myth (unless the
-    node's myth names it or the command unsets it)."""
+    node's myth names it or the command unsets it); an old name is fine where the fix also
+    writes the new one."""
     env = apilists.env_variables()
     out = []
     for number, raw in lines:
@@ -346,10 +346,17 @@ def _command_env(file: str, lines: list[tuple[int, str]], myth: str, node_text: 
                                    f"{name} is no longer read ({gone['why']}); use {gone['use']}"))
             elif name not in env.known:
                 out.append(Problem(file, number, "error", _unknown_env(name)))
-            elif name in env.old_names and env.old_names[name] not in node_text:
+            elif name in env.old_names and env.old_names[name] not in _node_text(fix):
                 out.append(Problem(file, number, "warning", f"{name} is an old name, still read "
                                    f"with a deprecation warning; use {env.old_names[name]}"))
     return out
+
+
+def _node_text(fix: Fix | None) -> str:
+    if fix is None:
+        return ""
+    return " ".join([str(fix.why), str(fix.verify or ""),
+                     *(f"{s.do} {s.code or ''}" for s in fix.steps)])
 
 
 def _nccl_versions(file: str, lines: list[tuple[int, str]], context: Context) -> list[Problem]:

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from trainmedic.trees import spec
 from trainmedic.trees.model import Danger, Step
 from trainmedic.trees.problems import Problem
 
@@ -215,10 +214,14 @@ def check_danger(forest: Forest) -> list[Problem]:
 
 def placeholders(code: str) -> list[str]:
     """The `<NAME>` values a command leaves to the reader, in order of first use."""
+    from trainmedic.trees import spec  # the key tables: for front ends, not for lint
+
     return list(dict.fromkeys(spec.PLACEHOLDER_RE.findall(code)))
 
 
 def describe_needs(needs: list[str]) -> str:
+    from trainmedic.trees import spec
+
     return ", ".join(spec.NEEDS.get(n, n) for n in needs)
 
 
