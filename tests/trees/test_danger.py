@@ -324,3 +324,9 @@ def test_the_words_prefilter_finds_what_every_regex_finds():
 ])
 def test_required_words_are_read_from_the_regex(pattern, words):
     assert required_words(pattern) == words
+
+
+def test_line_ends_read_the_same_with_or_without_a_comment():
+    # a vertical tab ends a line as "\n" does: `[^\n;|&]*` must not run across it
+    assert strip_comments("nvidia-smi -q\x0b-r", "bash") == "nvidia-smi -q\n-r"
+    assert strip_comments("nvidia-smi -q # x\x0b-r", "bash") == "nvidia-smi -q \n-r"

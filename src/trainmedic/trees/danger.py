@@ -79,10 +79,15 @@ def _required(items: list[Any]) -> set[str] | None:
             consider(_required(list(arg[-1])))
         elif op == _sre.ATOMIC_GROUP:
             consider(_required(list(arg)))
-        elif op == _sre.BRANCH:
-            options = [_required(list(branch)) for branch in arg[1]]
-            if all(options):
-                consider(set().union(*options))  # type: ignore[arg-type]  # all() checked
+        elif op == _sre.BRANCH:  # a word from every branch, or nothing
+            options: list[set[str]] = []
+            for branch in arg[1]:
+                required = _required(list(branch))
+                if required is None:
+                    break
+                options.append(required)
+            else:
+                consider(set().union(*options))
         elif op in _REPEATS and arg[0] >= 1:
             consider(_required(list(arg[2])))
     consider({run} if run else None)
@@ -142,8 +147,10 @@ HARD_CODED: tuple[tuple[str, re.Pattern[str], str], ...] = (
 
 def strip_comments(code: str, lang: str) -> str:
     """The code without `#` comments, so a comment that says "reboot" is not a reboot."""
-    if lang == "json" or "#" not in code:
+    if lang == "json":
         return code
+    if "#" not in code:
+        return "\n".join(code.splitlines())  # as below: the same line ends, no comment
     out = []
     for line in code.splitlines():
         quote = ""
