@@ -149,10 +149,12 @@ def check_target(path: Path, *, force: bool) -> None:
 
 
 def write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE,
-                target: Literal["user", "state"] = "user", force: bool = False) -> Path:
+                target: Literal["user", "state"] = "user", force: bool = False,
+                durable: bool = True) -> Path:
     """Write `data` atomically. `target="user"`: a name the user gave (checked by check_target);
     `"state"`: a file in trainmedic's own folders, replaced whatever it is (the rename replaces a
-    link, it never writes through one)."""
+    link, it never writes through one). `durable=False` skips the fsyncs, for a cache: after a
+    power cut its file may be the old one or empty, never a mix of two."""
     path = Path(path)
     if target == "user":
         check_target(path, force=force)
@@ -164,7 +166,8 @@ def write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE,
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
         if hasattr(os, "fchmod"):
             os.fchmod(fd, mode)
         os.close(fd)
@@ -177,21 +180,25 @@ def write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE,
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(folder)
+    if durable:
+        fsync_dir(folder)
     return path
 
 
 def write_text(path: Path, text: str, *, mode: int = PRIVATE,
-               target: Literal["user", "state"] = "user", force: bool = False) -> Path:
+               target: Literal["user", "state"] = "user", force: bool = False,
+               durable: bool = True) -> Path:
     """`write_bytes` of UTF-8 text with LF line ends."""
-    return write_bytes(path, text.encode("utf-8"), mode=mode, target=target, force=force)
+    return write_bytes(path, text.encode("utf-8"), mode=mode, target=target, force=force,
+                       durable=durable)
 
 
 def write_json(path: Path, data: Any, *, mode: int = PRIVATE,
-               target: Literal["user", "state"] = "state", force: bool = False) -> Path:
+               target: Literal["user", "state"] = "state", force: bool = False,
+               durable: bool = True) -> Path:
     """Serialise first (unserialisable data never touches the disk), then `write_bytes`."""
     text = json.dumps(data, indent=1, ensure_ascii=False)
-    return write_text(path, text, mode=mode, target=target, force=force)
+    return write_text(path, text, mode=mode, target=target, force=force, durable=durable)
 
 
 def write_output(path: Path, content: str, *, force: bool, private: bool) -> Path:

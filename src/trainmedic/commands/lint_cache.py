@@ -11,10 +11,11 @@ change to any of them misses, and a miss runs lint in full. The key is taken bef
 file edited meanwhile misses next time.
 
 The results live in one small JSON file in the cache folder (`state.lint_results_path()`), the
-newest MAX_ENTRIES of them, written atomically. It is only read when it, its folder and the folder
-above belong to this user and nobody else can write them (`safefile.read_private`): a planted
-result would make lint pass a broken tree. `TRAINMEDIC_NO_CACHE=1` neither reads nor writes it;
-set it too where a process patches lint's code or data in memory (the key sees only the files).
+newest MAX_ENTRIES of them, written atomically (without fsync: a file a power cut empties is
+only a miss). It is only read when it, its folder and the folder above belong to this user and
+nobody else can write them (`safefile.read_private`): a planted result would make lint pass a
+broken tree. `TRAINMEDIC_NO_CACHE=1` neither reads nor writes it; set it too where a process
+patches lint's code or data in memory (the key sees only the files).
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ def remember(key: str | None, result: LintResult) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if private_folder(path.parent.parent) and private_folder(path.parent):
-            write_json(path, {"format": _FORMAT, "results": kept}, target="state")
+            write_json(path, {"format": _FORMAT, "results": kept}, target="state",
+                       durable=False)  # a cache: lost or empty after a power cut is a miss
     except OSError:
         pass
 
