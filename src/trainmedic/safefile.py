@@ -105,12 +105,14 @@ def read_private(path: Path, limit: int) -> bytes:
             raise OSError(errno.EPERM, "not a private regular file", str(path))
         if info.st_size > limit:
             raise TooLarge(path, info.st_size, limit)
-        data = os.read(fd, limit + 1)
-        if len(data) > limit:
-            raise TooLarge(path, len(data), limit)
-        return data
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(path, len(data), limit)
+    return data
 
 
 def written_by_trainmedic(path: Path) -> bool:

@@ -128,6 +128,10 @@ def test_a_planted_or_corrupt_result_is_a_miss(tmp_path, capsys, loads):
     results.write_text("{not json")
     assert lint(capsys, str(tree))[0] == 1 and len(loads) == 3
     assert lint(capsys, str(tree))[0] == 1 and len(loads) == 3  # and remembered again
+    planted = tmp_path / "planted.json"
+    results.rename(planted)
+    results.symlink_to(planted)  # a link is never followed, even to a good result
+    assert lint(capsys, str(tree))[0] == 1 and len(loads) == 4
 
 
 def test_the_code_stamp_sees_sources_and_data_but_not_bytecode(tmp_path):

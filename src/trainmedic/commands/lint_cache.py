@@ -128,9 +128,9 @@ def remember(key: str | None, result: LintResult) -> None:
     entries.pop(key, None)
     entries[key] = result.to_dict()
     kept = dict(list(entries.items())[-MAX_ENTRIES:])
-    while len(kept) > 1 and len(json.dumps(kept)) > MAX_BYTES:
-        kept.pop(next(iter(kept)))  # the oldest first
-    if len(json.dumps(kept)) > MAX_BYTES:
+    while kept and len(json.dumps(kept)) > MAX_BYTES:
+        kept.pop(next(iter(kept)))  # the oldest first (the new one last: too large alone)
+    if not kept:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
