@@ -45,6 +45,7 @@ def stub_probes(names, _context=None):
 
 
 SPIKE_LOG = "tests/fixtures/tui/megatron_spike_synthesised.log"
+MEMORY_SCRIPT = "tests/fixtures/memory/megatron_llama3_8b_h100_fp8.sh"
 
 
 def save_stub_cluster_result() -> None:
@@ -120,12 +121,31 @@ async def shoot(out: Path, size: tuple[int, int]) -> list[Path]:
         await settle(pilot)
         save(app, "triage")
         app.pop_screen()
-        app.action_triage()
+        app.action_triage()  # the same screen: it keeps the last analysis
         await settle(pilot)
+        app.screen.query_one("#paste").text = ""
         app.screen.query_one("#log-path").value = SPIKE_LOG
         app.screen.action_analyse()
         await settle(pilot)
         save(app, "triage-loss")
+        await pilot.press("enter")  # the spike's fix, with the commands the log fills in
+        await settle(pilot)
+        save(app, "fix-from-log")
+        app.go_home()
+        app.open_walk("hardware#gpu-reset")  # a marked command, asked for twice
+        await settle(pilot)
+        command = next(s.key for s in app.screen.query_one("#fix").view.steps if s.mark)
+        app.screen.query_one("#fix").block(command).scroll_visible(animate=False)
+        await pilot.press(str(command))
+        await settle(pilot)
+        save(app, "danger")
+        app.go_home()
+        app.action_memory()
+        await settle(pilot)
+        app.screen.query_one("#launch").text = MEMORY_SCRIPT
+        app.screen.action_estimate()
+        await settle(pilot)
+        save(app, "memory")
         app.go_home()
         save_stub_cluster_result()
         app.action_cluster()

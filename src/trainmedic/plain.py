@@ -11,8 +11,8 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 from trainmedic.errors import UsageError
+from trainmedic.export.fixview import FixView, StepView, walk_fix_view
 from trainmedic.saved_walks import WalkRecord
-from trainmedic.trees.danger import mark_line
 from trainmedic.trees.model import Fix, Question
 from trainmedic.walk import Saver, WalkSession
 
@@ -102,26 +102,47 @@ def print_question(console: Console, session: WalkSession, suggested: int | None
         console.print(Text(f"     evidence: {item}", style="green"))
 
 
-def print_fix(console: Console, fix: Fix, ref: str) -> None:
-    """A fix as copyable text: commands are indented, never boxed, so they paste cleanly."""
+def print_fix(console: Console, view: FixView) -> None:
+    """A fix as copyable text: commands are indented, never boxed, so they paste cleanly; the
+    mark of a dangerous step comes before its command (`export.fixview` decides the order)."""
     from rich.text import Text
 
-    console.print(Text(f"Fix: {fix.fix}", style="bold green") + Text(f"  ({ref})", style="dim"))
-    console.print(Text(f"Why: {fix.why}"))
-    for i, step in enumerate(fix.steps, start=1):
-        console.print(Text(f"{i}. {step.do}"))
-        mark = mark_line(step.danger, step.needs)
-        if mark:
-            console.print(Text("   " + mark, style="bold red" if step.danger else "bold yellow"))
-        if step.code:
-            for line in step.code.rstrip().splitlines():
-                console.print(Text("     " + line, style="cyan"))
-    if fix.verify:
-        console.print(Text(f"Verify: {fix.verify}"))
-    if fix.myth:
-        console.print(Text(f"Myth: {fix.myth}", style="yellow"))
-    for r in fix.refs:
-        console.print(Text(f"See: {r.title}" + (f" <{r.url}>" if r.url else "")))
+    console.print(Text(f"Fix: {view.title}", style="bold green") + Text(f"  ({view.ref})",
+                                                                        style="dim"))
+    if view.target:
+        console.print(Text(f"For: {view.target}", style="dim"))
+    console.print(Text(f"Why: {view.why}"))
+    if view.from_log is not None:
+        where = f" ({view.from_log.where})" if view.from_log.where else ""
+        console.print(Text(f"From your log{where}:", style="bold"))
+        if view.from_log.advice:
+            console.print(Text(f"   {view.from_log.advice}"))
+        for value in view.from_log.values:
+            console.print(Text(f"   {value.name} = {value.value}: {value.why}"))
+        for command in view.from_log.commands:
+            _print_step(console, command, "*")
+    for step in view.steps:
+        _print_step(console, step, str(step.number))
+    if view.verify:
+        console.print(Text(f"Verify: {view.verify}"))
+    if view.myth:
+        console.print(Text(f"Myth: {view.myth}", style="yellow"))
+    for ref in view.refs:
+        console.print(Text(f"See: {ref.title}" + (f" <{ref.url}>" if ref.url else "")))
+    if view.source:
+        console.print(Text(f"Source: {'; '.join(view.source)}", style="dim"))
+
+
+def _print_step(console: Console, step: StepView, number: str) -> None:
+    from rich.text import Text
+
+    lead = f"{number}. " + (f"[{step.target}] " if step.target else "")
+    console.print(Text(lead + step.do))
+    if step.mark:
+        console.print(Text("   " + step.mark, style="bold red" if step.danger else "bold yellow"))
+    if step.code is not None:
+        for line in step.code.splitlines():
+            console.print(Text("     " + line, style="cyan"))
 
 
 def run_plain(session: WalkSession, stdin: IO[str], stdout: IO[str], *,
@@ -148,8 +169,8 @@ def _prompt(session: WalkSession, stdin: IO[str], stdout: IO[str],
         else:
             console.print()
             print_breadcrumb(console, session)
-            print_fix(console, node, str(session.current))
-            prompt = "[enter/q] done, [b] this did not help (back), [r] restart: "
+            print_fix(console, walk_fix_view(session))
+            prompt = "[enter/q] done, [n] this did not help, [b] back, [r] restart: "
         while True:
             stdout.write(prompt)
             stdout.flush()
@@ -163,8 +184,16 @@ def _prompt(session: WalkSession, stdin: IO[str], stdout: IO[str],
                 save(session.record())
                 return 0
             if choice in ("b", "back"):
+                undoing = session.can_undo_restart
                 if not session.back():
                     console.print("(already at the first question)")
+                    continue
+                if undoing:
+                    console.print("(restart undone)")
+                break
+            if choice in ("n", "no") and isinstance(node, Fix):
+                if not session.did_not_help():
+                    console.print("(no question led here: b or r to go up)")
                     continue
                 break
             if choice in ("r", "restart"):
@@ -176,7 +205,7 @@ def _prompt(session: WalkSession, stdin: IO[str], stdout: IO[str],
                     and 1 <= int(choice) <= len(node.answers):
                 session.answer(int(choice) - 1)
                 break
-            what = f"a number 1-{len(node.answers)}, " if isinstance(node, Question) else ""
+            what = f"a number 1-{len(node.answers)}, " if isinstance(node, Question) else "n, "
             console.print(f"please type {what}b, r or q")
         save(session.record())
 
@@ -198,8 +227,11 @@ def run_answers(session: WalkSession, answers: list[int], stdout: IO[str], *,
                 err: IO[str] | None = None) -> int:
     """Walk with the given 1-based answers (the probes of each question run first, as in the
     other front ends, so the same suggestions are recorded); print the path taken and the fix.
-    `stamp` adds what every `--json` output starts with (the command line's versions).
-    SAVE_FAILED when the walk could not be saved: said on `err`, stderr by default."""
+
+    The walk is saved only when it reaches a fix: a mistyped run must not become the walk
+    that `report` and `--resume` pick next. `stamp` adds what every `--json` output starts
+    with (the command line's versions). SAVE_FAILED when the walk could not be saved: said on
+    `err`, stderr by default."""
     save = watch = SaveWatch(save, err)
     for step, number in enumerate(answers, start=1):
         session.run_due_probes(probe_runner)
@@ -211,6 +243,7 @@ def run_answers(session: WalkSession, answers: list[int], stdout: IO[str], *,
             raise UsageError(f"step {step} ({session.current}): answer {number} is out of range "
                              f"(1-{len(question.answers)})")
         session.answer(number - 1)
+    if session.question is None:
         save(session.record())
     if as_json:
         import json
@@ -235,7 +268,6 @@ def _print_path(session: WalkSession, stdout: IO[str]) -> None:
         line.append(f"  [{step.node}]", style="dim")
         console.print(line)
         console.print(Text(f"   → {step.answer + 1}. {step.answer_text}"))
-    fix = session.fix
-    if fix is not None:
+    if session.fix is not None:
         console.print()
-        print_fix(console, fix, str(session.current))
+        print_fix(console, walk_fix_view(session))

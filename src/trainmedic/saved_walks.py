@@ -15,6 +15,7 @@ same walk continues as a copy instead of overwriting the other's steps (`claim_w
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -49,13 +50,17 @@ class StepRecord:
     suggested: int | None = None
     evidence: list[str] = field(default_factory=list)
     time: str = ""
+    implied: bool = False  # chosen by the log triage that opened the walk, not by a person
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "node": self.node, "question": self.question, "answer": self.answer,
             "answer_text": self.answer_text, "goto": self.goto, "suggested": self.suggested,
             "evidence": list(self.evidence), "time": self.time,
         }
+        if self.implied:  # only then: walks saved before it read back the same
+            data["implied"] = True
+        return data
 
     @classmethod
     def from_dict(cls, data: object) -> StepRecord:
@@ -74,7 +79,33 @@ class StepRecord:
                    suggested=suggested if isinstance(suggested, int)
                    and not isinstance(suggested, bool) else None,
                    evidence=[str(e) for e in evidence] if isinstance(evidence, list) else [],
-                   time=str(data.get("time") or ""))
+                   time=str(data.get("time") or ""), implied=data.get("implied") is True)
+
+
+@dataclass
+class TriedFix:
+    """A fix the walk reached and the person said did not help (`n`), and the answer that led
+    there, so the report can say "tried X: did not help" and the list can mark that answer."""
+
+    node: str  # "tree#node" of the fix
+    title: str
+    question: str = ""  # "tree#node" of the question answered just before, "" if none
+    answer: int | None = None  # the answer (0-based) that led to the fix
+    time: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"node": self.node, "title": self.title, "question": self.question,
+                "answer": self.answer, "time": self.time}
+
+    @classmethod
+    def from_dict(cls, data: object) -> TriedFix | None:
+        if not isinstance(data, Mapping) or not isinstance(data.get("node"), str):
+            return None
+        answer = data.get("answer")
+        return cls(str(data["node"]), str(data.get("title") or ""),
+                   str(data.get("question") or ""),
+                   answer if isinstance(answer, int) and not isinstance(answer, bool) else None,
+                   str(data.get("time") or ""))
 
 
 @dataclass
@@ -99,8 +130,16 @@ class WalkRecord:
     triage: TriageAttachment | None = None
     launch_command: str = ""
     notes: str = ""
+    tried: list[TriedFix] = field(default_factory=list)
     version: int = VERSION
     problems: list[str] = field(default_factory=list, compare=False)
+
+    @property
+    def worth_keeping(self) -> bool:
+        """A walk that answered nothing, holds no triage or launch command and tried no fix says
+        nothing: a file of it would only crowd the list of walks to resume and report."""
+        return bool(self.steps or self.triage is not None or self.tried
+                    or self.launch_command.strip())
 
     def probe_context(self) -> ProbeContext:
         """What the probes may know from this walk (the launch command, for the memory probe)."""
@@ -120,6 +159,7 @@ class WalkRecord:
             # Saved walks live in the home folder, often shared: no token leaves in them.
             "launch_command": redact_text(self.launch_command),
             "notes": redact_text(self.notes),
+            **({"tried": [t.to_dict() for t in self.tried]} if self.tried else {}),
         }
 
     @classmethod
@@ -156,6 +196,9 @@ class WalkRecord:
         # One hand-edited probe entry must not crash the screen that reads them: dropped.
         results = [ProbeResult.from_dict(p) for p in probes if isinstance(p, Mapping)] \
             if isinstance(probes, list) else []
+        raw_tried = data.get("tried")
+        tried = [t for t in map(TriedFix.from_dict, raw_tried) if t is not None] \
+            if isinstance(raw_tried, list) else []
         walk_id = data.get("id")
         tree = data.get("tree")
         return cls(
@@ -167,7 +210,7 @@ class WalkRecord:
             probes=[r for r in results if r is not None],
             triage=TriageAttachment.from_dict(data.get("triage")),
             launch_command=str(data.get("launch_command") or ""),
-            notes=str(data.get("notes") or ""),
+            notes=str(data.get("notes") or ""), tried=tried,
             version=version if isinstance(version, int) else VERSION, problems=problems,
         )
 
@@ -178,6 +221,7 @@ MAX_WALK_BYTES = 16 << 20  # a walk is a few KB; a bigger file is not one of our
 WALK_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 
+EMPTY_WALK_S = 600.0  # an empty walk this old (saved by an older version) is removed
 LOCKS_FILE = ".locks"  # one byte-range lock per walk id, in one file that never grows
 _locks: dict[Path, int] = {}  # walks folder -> its locks file, open for the life of the process
 _held: set[tuple[Path, str]] = set()  # (folder, walk id) whose lock this process holds
@@ -220,15 +264,20 @@ def claim_walk(walk_id: str) -> bool:
     return True
 
 
-def save_walk(record: WalkRecord) -> Path:
+def save_walk(record: WalkRecord) -> Path | None:
     """Save a walk; its `id` names the file. OSError when it cannot be saved (WalkBusy when
-    another process saves the same walk)."""
+    another process saves the same walk). A walk not worth keeping is not written, and the
+    file an earlier step wrote (before a restart, say) is removed: None then."""
     if not WALK_ID_RE.match(record.id):
         # An OSError, so front ends that already survive a full or read-only disk survive this.
         raise OSError(errno.EINVAL, f"walk id {inert_line(repr(record.id))} cannot name a file")
     if not claim_walk(record.id):
         raise WalkBusy(errno.EBUSY, f"walk {record.id} is being saved by another trainmedic")
     path = walks_dir() / f"{record.id}.json"
+    if not record.worth_keeping:
+        with contextlib.suppress(OSError):  # a folder that cannot be written says so on a
+            path.unlink(missing_ok=True)   # save that writes; removing is only tidying
+        return None
     write_json_atomic(path, record.to_dict())
     return path
 
@@ -318,26 +367,34 @@ def list_walks(limit: int | None = None) -> tuple[list[SavedWalk], list[Skipped]
     except OSError as exc:
         return [], [Skipped(folder, exc.strerror or str(exc), folder=True)]
     _sweep_stale_temps(folder)
+    empty_before = time.time() - EMPTY_WALK_S
     for path in paths:
         if limit is not None and len(walks) >= limit:
             break
         result = read_walk(path)
-        if isinstance(result, SavedWalk):
-            walks.append(result)
-        else:
+        if isinstance(result, Skipped):
             skipped.append(result)
+        elif result.record.worth_keeping:
+            walks.append(result)
+        elif _mtime(path) < empty_before:  # an empty walk an older version saved: cleaned up
+            with contextlib.suppress(OSError):
+                path.unlink()
     walks.sort(key=lambda w: (w.record.updated, _mtime(w.path), w.id), reverse=True)
     return walks, skipped
 
 
-def find_walk(name: str | None) -> tuple[SavedWalk | None, list[Skipped]]:
-    """The walk with this id (or id prefix, or file path), or the latest when `name` is None."""
+def find_walk(name: str | None, *, prefer_finished: bool = False,
+              ) -> tuple[SavedWalk | None, list[Skipped]]:
+    """The walk with this id (or id prefix, or file path), or the latest when `name` is None
+    (with `prefer_finished`, the latest that reached a fix, if any did)."""
     if name and _is_file(Path(name)):
         result = read_walk(Path(name))
         return (result, []) if isinstance(result, SavedWalk) else (None, [result])
     walks, skipped = list_walks()
     if name is None:
-        return (walks[0] if walks else None), skipped
+        finished = [w for w in walks if w.record.finished] if prefer_finished else []
+        chosen = finished or walks
+        return (chosen[0] if chosen else None), skipped
     matches = [w for w in walks if w.id == name] or [w for w in walks if w.id.startswith(name)]
     return (matches[0] if matches else None), skipped
 

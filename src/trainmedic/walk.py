@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from trainmedic.errors import UsageError
-from trainmedic.saved_walks import VERSION, StepRecord, WalkRecord
+from trainmedic.saved_walks import VERSION, StepRecord, TriedFix, WalkRecord
 from trainmedic.trees.model import Fix, Node, Question
 
 if TYPE_CHECKING:
@@ -22,9 +22,10 @@ if TYPE_CHECKING:
     from trainmedic.probes.runner import ProbeRunner
     from trainmedic.trees.forest import Forest, Ref
     from trainmedic.triage.attachment import TriageAttachment
+    from trainmedic.triage.known import KnownFromLog
 
-__all__ = ["VERSION", "Saver", "StepRecord", "WalkRecord", "WalkSession", "default_probe_runner",
-           "facts_from", "new_walk_id", "now_iso", "resume"]
+__all__ = ["VERSION", "Saver", "StepRecord", "TriedFix", "WalkRecord", "WalkSession",
+           "default_probe_runner", "facts_from", "new_walk_id", "now_iso", "resume", "route_to"]
 
 
 def now_iso() -> str:
@@ -61,6 +62,37 @@ def facts_from(results: Iterable[ProbeResult]) -> tuple[dict[str, object], dict[
     return facts, evidence
 
 
+def route_to(forest: Forest, target: Ref) -> list[tuple[Ref, int]]:
+    """The tree's own way to `target`: the (question, answer index) pairs from its tree's start,
+    fewest first, without leaving the tree; [] when `target` is the start or out of reach."""
+    from collections import deque
+
+    from trainmedic.trees.forest import Ref
+
+    tree = forest.trees[target.tree]
+    start = Ref(target.tree, tree.start)
+    came: dict[Ref, tuple[Ref, int] | None] = {start: None}
+    queue = deque([start])
+    while queue and target not in came:
+        ref = queue.popleft()
+        node = forest.node(ref)
+        if not isinstance(node, Question):
+            continue
+        for index, answer in enumerate(node.answers):
+            nxt = forest.resolve(ref.tree, answer.goto)
+            if nxt is not None and nxt.tree == ref.tree and nxt not in came:
+                came[nxt] = (ref, index)
+                queue.append(nxt)
+    if target not in came:
+        return []
+    route: list[tuple[Ref, int]] = []
+    step = came[target]
+    while step is not None:
+        route.append(step)
+        step = came[step[0]]
+    return route[::-1]
+
+
 class WalkSession:
     """Current node, the answers so far, the cross-tree return stack and attached evidence."""
 
@@ -79,7 +111,26 @@ class WalkSession:
         self.triage: TriageAttachment | None = None
         self.launch_command = ""
         self.notes = ""
+        self.tried: list[TriedFix] = []
         self.asked: set[str] = set()  # probes run (or running) in this walk, never saved
+        # what `restart` forgot, so that `back` can undo it (until the next answer)
+        self._before_restart: tuple[list[StepRecord], list[str], Ref] | None = None
+
+    @classmethod
+    def from_finding(cls, forest: Forest, target: Ref | str,
+                     triage: TriageAttachment) -> WalkSession:
+        """A walk opened where a log triage finding leads, standing on the tree's own route to
+        it: the questions on the way are answered (marked as implied by the log), so "back",
+        "did not help" and "restart" go up the tree as in any walk."""
+        ref = forest.parse_ref(target) if isinstance(target, str) else target
+        route = route_to(forest, ref)
+        session = cls(forest, route[0][0] if route else ref)
+        session.triage = triage
+        finding = triage.finding
+        why = [f"the log triage: {finding.summary}"] if finding is not None else []
+        for _question, index in route:
+            session.answer(index, suggested=None, evidence=why, implied=True)
+        return session
 
     # -- where we are -------------------------------------------------------------------------
     @property
@@ -107,6 +158,18 @@ class WalkSession:
 
     def facts(self) -> tuple[dict[str, object], dict[str, str]]:
         return facts_from(self.probes)
+
+    def known_values(self) -> KnownFromLog:
+        """The numbers of this incident that the walk's log triage found (for fix commands)."""
+        from trainmedic.triage.known import known_from
+
+        return known_from(self.triage)
+
+    def tried_answers(self) -> dict[int, str]:
+        """Answers of the current question that led to a fix which did not help: index -> fix."""
+        here = str(self.current)
+        return {t.answer: t.title for t in self.tried
+                if t.question == here and t.answer is not None}
 
     def suggestion(self) -> tuple[int | None, list[str]]:
         """The answer the attached probe facts suggest for the current question, and why."""
@@ -184,7 +247,7 @@ class WalkSession:
         return ref
 
     def answer(self, index: int, *, suggested: int | None = None,
-               evidence: list[str] | None = None) -> Ref:
+               evidence: list[str] | None = None, implied: bool = False) -> Ref:
         """Choose answer `index` (0-based) and move; entering another tree pushes a return point.
 
         Without explicit `suggested`/`evidence`, the attached probe facts are evaluated, so
@@ -200,13 +263,26 @@ class WalkSession:
         self.steps.append(StepRecord(
             node=str(self.current), question=str(question.question), answer=index,
             answer_text=str(question.answers[index].text), goto=str(ref),
-            suggested=suggested, evidence=list(evidence or []), time=now_iso()))
+            suggested=suggested, evidence=list(evidence or []), time=now_iso(),
+            implied=implied))
         self.current = ref
+        self._before_restart = None
         self._touch()
         return ref
 
+    @property
+    def can_undo_restart(self) -> bool:
+        return self._before_restart is not None and not self.steps
+
     def back(self) -> bool:
-        """Undo the last answer (crossing back over a tree link); False at the first node."""
+        """Undo the last answer (crossing back over a tree link), or the restart just made;
+        False at the first node."""
+        if self.can_undo_restart:
+            assert self._before_restart is not None
+            self.steps, self.stack, self.current = self._before_restart
+            self._before_restart = None
+            self._touch()
+            return True
         if not self.steps:
             return False
         step = self.steps.pop()
@@ -217,8 +293,16 @@ class WalkSession:
         self._touch()
         return True
 
-    def back_to_question(self) -> bool:
-        """"This did not help": return to the last question answered (same as back)."""
+    def did_not_help(self) -> bool:
+        """"This did not help": the fix is recorded as tried (for the report and the answer
+        list), then the walk goes back to the question that led to it. False if not at a fix
+        or with no question to go back to."""
+        fix = self.fix
+        if fix is None or not self.steps:
+            return False
+        last = self.steps[-1]
+        self.tried.append(TriedFix(str(self.current), str(fix.fix), last.node, last.answer,
+                                   now_iso()))
         return self.back()
 
     def return_from_link(self) -> bool:
@@ -231,9 +315,12 @@ class WalkSession:
         return True
 
     def restart(self) -> None:
-        """Back to where this walk began, forgetting every answer (probes/triage are kept)."""
-        self.steps.clear()
-        self.stack.clear()
+        """Back to where this walk began, forgetting every answer (probes/triage are kept);
+        `back` undoes it until the next answer."""
+        if self.steps:
+            self._before_restart = (list(self.steps), list(self.stack), self.current)
+        self.steps = []
+        self.stack = []
         self.current = self.origin
         self._touch()
 
@@ -247,7 +334,7 @@ class WalkSession:
             id=self.id, tree=self.tree, current=str(self.current), started=self.started,
             updated=self.updated, finished=self.finished, steps=list(self.steps),
             stack=list(self.stack), probes=list(self.probes), triage=self.triage,
-            launch_command=self.launch_command, notes=self.notes)
+            launch_command=self.launch_command, notes=self.notes, tried=list(self.tried))
 
     def to_dict(self) -> dict[str, Any]:
         return self.record().to_dict()
@@ -286,6 +373,7 @@ class WalkSession:
         session.triage = record.triage
         session.launch_command = record.launch_command
         session.notes = record.notes
+        session.tried = list(record.tried)
         return session
 
     @classmethod

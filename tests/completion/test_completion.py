@@ -15,7 +15,7 @@ import pytest
 from trainmedic.cli import COMMANDS, parsers
 from trainmedic.commands.completion_spec import VALUE_KINDS, command_line
 from trainmedic.probes.registry import PROBES
-from trainmedic.saved_walks import WalkRecord, save_walk
+from trainmedic.saved_walks import StepRecord, WalkRecord, save_walk
 from trainmedic.trees import load_forest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,8 @@ def shell_env(tmp_path) -> dict[str, str]:
     os.environ["XDG_STATE_HOME"] = env["XDG_STATE_HOME"]
     try:
         for walk_id in WALK_IDS:
-            save_walk(WalkRecord(id=walk_id, tree="oom", current="oom#start"))
+            step = StepRecord("oom#start", "Which message?", 0, "this one", "oom#next")
+            save_walk(WalkRecord(id=walk_id, tree="oom", current="oom#next", steps=[step]))
     finally:
         if old is None:
             del os.environ["XDG_STATE_HOME"]

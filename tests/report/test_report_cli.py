@@ -117,3 +117,14 @@ def test_report_and_export_never_import_textual_or_rich():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_report_without_an_id_takes_the_latest_walk_that_reached_a_fix_and_says_so(capsys):
+    finished = session_dict() | {"id": "reached-a-fix", "updated": "2026-01-01T00:00:00Z",
+                                 "finished": True}
+    save(finished)
+    save(session_dict() | {"finished": False})  # newer, but it stopped at a question
+    assert report() == 0
+    out, err = capsys.readouterr()
+    assert "Walk `reached-a-fix`" in out
+    assert "report of walk reached-a-fix (the latest that reached a fix" in err

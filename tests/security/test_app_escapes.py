@@ -114,7 +114,7 @@ def test_hostile_input_everywhere_only_our_copy_reaches_the_terminal(tmp_path, m
             await pilot.pause()
             assert isinstance(app.screen, TriageScreen)
             app.screen.query_one("#log-path", Input).value = str(logs)
-            await pilot.press("ctrl+r")
+            await pilot.press("ctrl+s")  # analyse (^r is "probes" on every screen)
             for _ in range(100):
                 await pilot.pause(0.1)
                 if app.screen.report is not None:

@@ -185,6 +185,9 @@ def test_two_resumes_of_one_walk_lose_no_step(tmp_path):
                                 stderr=subprocess.PIPE, text=True, **kwargs)
 
     first = trainmedic("walk", "oom", "--plain", "--no-probes")
+    assert first.stdin is not None
+    first.stdin.write("1\n")  # one answer: a walk is saved once it holds one (issue 18 F5)
+    first.stdin.flush()
     walks = tmp_path / "state" / "trainmedic" / "walks"
     end = time.monotonic() + 60
     while not list(walks.glob("*.json")) and time.monotonic() < end:
@@ -193,7 +196,7 @@ def test_two_resumes_of_one_walk_lose_no_step(tmp_path):
     walk_id = saved.stem
     # A still holds the walk (it waits at its first question) when B resumes it
     second = subprocess.run([sys.executable, "-m", "trainmedic", "walk", "--resume", walk_id,
-                             "--answers", ANSWERS, "--no-probes"], env=env, capture_output=True,
+                             "--answers", "1", "--no-probes"], env=env, capture_output=True,
                             text=True, timeout=120)
     _out, err = first.communicate("2\nq\n", timeout=120)
     assert first.returncode == 0, err
@@ -201,6 +204,6 @@ def test_two_resumes_of_one_walk_lose_no_step(tmp_path):
     assert "continuing as a copy" in second.stderr
     records = {p.stem: json.loads(p.read_text()) for p in walks.glob("*.json")}
     assert len(records) == 2, records.keys()
-    assert [s["answer"] for s in records[walk_id]["steps"]] == [1]  # A's answer "2"
+    assert [s["answer"] for s in records[walk_id]["steps"]] == [0, 1]  # A's answers "1", "2"
     (copy,) = [r for k, r in records.items() if k != walk_id]
-    assert [s["answer"] for s in copy["steps"]] == [0, 0]  # B's answers "1,1"
+    assert [s["answer"] for s in copy["steps"]] == [0, 0]  # A's "1", then B's "1"

@@ -137,7 +137,7 @@ def test_a_full_disk_leaves_the_old_file_whole_and_no_fragment(tmp_path, monkeyp
 def test_saved_walks_and_the_cluster_store_are_atomic_and_private(tmp_path, monkeypatch):
     from trainmedic.cluster.result import ClusterResult
     from trainmedic.cluster.store import last_result_path, save_last_result
-    from trainmedic.saved_walks import WalkRecord, save_walk
+    from trainmedic.saved_walks import StepRecord, WalkRecord, save_walk
 
     save_last_result(ClusterResult.from_dict({"node_count": 1}))
     path = last_result_path()
@@ -146,7 +146,8 @@ def test_saved_walks_and_the_cluster_store_are_atomic_and_private(tmp_path, monk
     with pytest.raises(OSError):
         save_last_result(ClusterResult.from_dict({"node_count": 2}))
     with pytest.raises(OSError):
-        save_walk(WalkRecord(id="w1", tree="t", current="t"))
+        save_walk(WalkRecord(id="w1", tree="t", current="t#f",  # one answer: worth a file
+                             steps=[StepRecord("t#q", "Which?", 0, "this", "t#f")]))
     monkeypatch.undo()
     assert json.loads(path.read_text(encoding="utf-8"))["node_count"] == 1
     assert [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []

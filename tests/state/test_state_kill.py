@@ -28,7 +28,8 @@ padding = "x" * 400_000
 n = start
 while True:
     write_json_atomic(walks_dir() / "killed.json",
-                      {"version": 1, "id": "killed", "steps": [], "n": n, "padding": padding,
+                      {"version": 1, "id": "killed", "n": n, "padding": padding,
+                       "steps": [{"node": "t#q", "answer": 0, "goto": "t#f"}],
                        "updated": "2026-11-29T08:00:00Z"})
     if n == start:
         print("ready", flush=True)

@@ -17,8 +17,12 @@ def walk(walk_id: str, updated: str, **extra: str) -> WalkRecord:
     return WalkRecord.from_dict({
         "version": 1, "id": walk_id, "tree": "disk-full", "started": updated,
         "updated": updated, "current": "disk-full#what-error", "finished": False,
-        "steps": [], "stack": [], "probes": [], "triage": None, "launch_command": "",
+        "steps": [STEP], "stack": [], "probes": [], "triage": None, "launch_command": "",
         "notes": "", **extra})
+
+
+STEP = {"node": "disk-full#start", "question": "Where?", "answer": 0, "answer_text": "Here",
+        "goto": "disk-full#what-error"}  # one answer: a walk without any is not kept
 
 
 def test_state_dir_follows_xdg_state_home(tmp_path):
@@ -142,3 +146,22 @@ def test_a_limited_listing_reads_only_the_newest_files():
     assert [w.id for w in walks] == ["w29", "w28", "w27", "w26", "w25"]
     assert skipped == []  # the old broken file was never read
     assert len(list_walks()[0]) == 30 and len(list_walks()[1]) == 1
+
+
+def test_empty_walks_are_not_saved_listed_or_kept():
+    """A walk without an answer, triage, tried fix or launch command says nothing (F5): it is
+    not written, an earlier save of it is removed, and one an older version left is cleaned."""
+    assert save_walk(walk("fresh", "2026-11-29T08:00:00Z", steps=[])) is None
+    assert not (walks_dir() / "fresh.json").exists()
+    path = save_walk(walk("restarted", "2026-11-29T08:00:00Z"))
+    assert path is not None and path.exists()
+    assert save_walk(walk("restarted", "2026-11-29T08:01:00Z", steps=[])) is None
+    assert not path.exists()  # its answers were undone: the file goes with them
+    old = walks_dir() / "old-empty.json"
+    young = walks_dir() / "young-empty.json"
+    for file in (old, young):
+        write_json_atomic(file, walk(file.stem, "2026-11-29T07:00:00Z", steps=[]).to_dict())
+    os.utime(old, (0, 0))
+    save_walk(walk("kept", "2026-11-29T09:00:00Z"))
+    assert [w.id for w in list_walks()[0]] == ["kept"]
+    assert not old.exists() and young.exists()  # young: maybe a walk in another terminal

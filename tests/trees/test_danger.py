@@ -241,6 +241,7 @@ def test_schema_knows_the_marks():
 
 
 def test_plain_and_markdown_print_the_mark_before_the_command(tmp_path):
+    from trainmedic.export.fixview import fix_view
     from trainmedic.export.markdown import tree_markdown
     from trainmedic.plain import make_console, print_fix
 
@@ -251,7 +252,7 @@ def test_plain_and_markdown_print_the_mark_before_the_command(tmp_path):
     fix = forest.trees["t"].nodes["f"]
     assert isinstance(fix, Fix)
     out = io.StringIO()
-    print_fix(make_console(out), fix, "t#f")
+    print_fix(make_console(out), fix_view(fix, "t#f"))
     text = out.getvalue()
     mark = "DANGER (gpu-reset): Ends every process on the GPU. Needs root on the node."
     assert text.index(mark) < text.index("sudo nvidia-smi -r") < len(text)

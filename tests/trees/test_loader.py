@@ -69,7 +69,9 @@ def test_rules_suggest_with_evidence() -> None:
     facts = {"env.nccl_debug": "INFO"}
     index, lines = suggest(question, facts, {"env.nccl_debug": "NCCL_DEBUG=INFO"})
     assert index == 0
-    assert lines[0] == 'env.nccl_debug = INFO (== INFO): NCCL_DEBUG=INFO'
+    assert lines[0] == "NCCL_DEBUG=INFO"  # the probe's own words, not the rule's syntax
+    index, lines = suggest(question, facts)
+    assert index == 0 and lines[0] == "env: nccl debug INFO"  # no probe words: plain ones
     assert suggest(question, {"env.nccl_debug": ""}) == (None, [])
 
 

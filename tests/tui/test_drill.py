@@ -79,7 +79,7 @@ def test_home_opens_a_drill_and_jumping_and_nothing_wrong_work():
             await pilot.pause()
             screen = app.screen
             assert isinstance(screen, DrillScreen) and screen.drill is not None
-            await pilot.press("j")
+            await pilot.press("colon")
             await pilot.pause()
             jump = screen.query_one("#drill-jump", Input)
             assert jump.display and jump.has_focus

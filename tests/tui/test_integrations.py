@@ -27,11 +27,12 @@ from trainmedic.tui.screens.cluster import ClusterScreen, age_text
 from trainmedic.tui.screens.probes import ProbesScreen
 from trainmedic.tui.screens.report import ReportScreen
 from trainmedic.tui.screens.walk import WalkScreen
-from trainmedic.tui.widgets.losscurve import LossCurve, marker_line, spike_columns
+from trainmedic.tui.widgets.losscurve import LossCurve, mark_line, marker_line, spike_columns
 
 TUI_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tui"
 SPIKE_LOG = TUI_FIXTURES / "megatron_spike_synthesised.log"
 REAL_SPIKE_LOG = TUI_FIXTURES / "megatron_lm_loss_spike.log"
+LOSS_FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "loss"
 SECRET = "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
 
@@ -48,7 +49,7 @@ def test_report_from_fix_screen_is_shown_redacted_and_saved(tmp_path, monkeypatc
     async def go():
         app = make_app()
         async with app.run_test(size=(100, 30), notifications=True) as pilot:
-            await pilot.press(*"memory", "enter")
+            await pilot.press(*"mem", "enter")
             await pilot.pause()
             assert "i report" not in "\n".join(screen_text(app))  # a question: no report key
             await pilot.press("1", "1")
@@ -61,7 +62,7 @@ def test_report_from_fix_screen_is_shown_redacted_and_saved(tmp_path, monkeypatc
             screen = app.screen
             assert isinstance(screen, ReportScreen)
             record = walk.session.record()
-            assert screen.markdown == render_report(record, app.forest)
+            assert screen.markdown == render_report(record, app.forest, in_app=True)
             assert "# Incident report: Out of GPU memory" in screen.markdown
             assert SECRET not in screen.markdown and SECRET not in "".join(screen_text(app))
             default = tmp_path / f"trainmedic-report-{record.id}.md"
@@ -265,21 +266,40 @@ def _triage(path: Path, size=(100, 30)):
     return run(go())
 
 
-def test_triage_shows_the_loss_curve_with_the_spike_marked():
+def test_triage_shows_the_loss_curve_with_the_spike_and_the_rollback_marked():
     shown, loss, lines = _triage(SPIKE_LOG)
     assert shown and len(loss.spikes) == 1
     spike = loss.spikes[0]
     curve_row = next(i for i, line in enumerate(lines) if line.lstrip().startswith("loss ▁"))
     curve, marks = lines[curve_row], lines[curve_row + 1]
-    assert set(marks.strip()) == {"^"}
+    assert set(marks.strip()) == {"^", "R", " "}
     bar = curve[marks.index("^")]
-    # the mark sits under the first bar of the spike, the bars before it are the flat baseline
+    # the mark sits under the first bar of the spike, the bars before it are the flat baseline;
+    # the spike's window runs on until the loss came back, and R marks the checkpoint before
     assert bar in "▇█" and set(curve[curve.index("▁"):marks.index("^")]) == {"▁"}
-    text = "\n".join(lines)
-    assert f"^ iterations {spike.start}..{spike.end}: peak 8.72 at 29320" in text
+    window = marks[marks.index("^"):marks.rindex("^") + 1]
+    assert set(window) == {"^"} and len(window) > 1
+    assert marks.index("R") < marks.index("^") and curve[marks.index("R")] == "▁"
+    text = " ".join(" ".join(lines).split())  # wrapped between words, never inside one
+    assert f"^ steps {spike.start}..{spike.end}: peak 8.72 at 29320" in text
     assert "resume from the checkpoint of step 29200 (saved" in text
+    assert "R roll back to the checkpoint of step 29200" in text
     # the line of 29310 averages 29301-29310; the fork is not named in this log, so both flags
     assert "--skip-train-iteration-range 29301-29350" in text
+
+
+def test_triage_marks_nan_runs_and_a_divergence_window():
+    _shown, loss, lines = _triage(LOSS_FIXTURES / "tensorboard" / "events.out.tfevents.tensors")
+    curve_row = next(i for i, line in enumerate(lines) if line.lstrip().startswith("loss "))
+    marks = lines[curve_row + 1]
+    assert "^" in marks and "!" in marks and marks.index("^") < marks.index("!")  # 120, 150
+    assert "! NaN/inf loss at steps 150..150" in "\n".join(lines)
+    _shown, loss, lines = _triage(LOSS_FIXTURES / "losslint_demo" / "diverging.csv")
+    curve_row = next(i for i, line in enumerate(lines) if line.lstrip().startswith("loss "))
+    curve, marks = lines[curve_row], lines[curve_row + 1]
+    assert loss.divergence is not None
+    assert set(marks.strip()) == {"~"} and len(marks.strip()) > len(curve.strip()) // 2
+    assert f"~ diverging from step {loss.divergence.start}" in "\n".join(lines)
 
 
 def test_triage_draws_the_curve_of_a_real_megatron_log():
@@ -288,7 +308,7 @@ def test_triage_draws_the_curve_of_a_real_megatron_log():
     curve = next(line.strip() for line in lines if line.lstrip().startswith("loss "))
     bars = curve.removeprefix("loss ")
     assert len(bars) == 8 and max(bars[:3]) < min(bars[3:])  # 2.77 -> 7.34 at 29050
-    assert "iterations 29020..29090" in "\n".join(lines)
+    assert "steps 29020..29090" in "\n".join(lines)
 
 
 def test_spike_marks_follow_the_sparkline_buckets():
@@ -297,6 +317,11 @@ def test_spike_marks_follow_the_sparkline_buckets():
     steps = list(range(0, 1000, 10))  # 100 points in 50 columns: two points a column
     assert spike_columns(steps, [NS(start=500), NS(start=15)], 50) == [25, 1]
     assert marker_line([25, 1], 50) == " ^" + " " * 23 + "^"
+    marks = [{"kind": "divergence", "step": 0, "to": 990}, {"kind": "nan", "step": 500,
+                                                            "to": 520},
+             {"kind": "rollback", "step": 400, "to": None}]
+    line = mark_line(steps, marks, 50).plain
+    assert line[20] == "R" and line[25:27] == "!!" and line[24] == "~" and line[27] == "~"
 
 
 # -- 5. probes screen attached to the walk -------------------------------------------------------
@@ -324,7 +349,7 @@ def test_probes_from_a_walk_are_attached_and_saved_from_home_only_shown():
             await pilot.pause()
             assert list_walks()[0] == []
 
-            await pilot.press(*"memory", "enter")
+            await pilot.press(*"mem", "enter")
             await app.workers.wait_for_complete()
             await pilot.pause()
             walk = app.screen
@@ -339,12 +364,17 @@ def test_probes_from_a_walk_are_attached_and_saved_from_home_only_shown():
             await pilot.pause()
             assert app.screen is walk
             assert [p.name for p in walk.session.probes] == ["gpu", "env"]
+            assert list_walks()[0] == []  # no answer yet: nothing worth a file
+            await pilot.press("1")
+            await pilot.pause()
             saved = list_walks()[0][0].record.to_dict()
             assert saved["id"] == walk.session.id
             env = next(p for p in saved["probes"] if p["name"] == "env")
             assert env["facts"]["myth_vars"] == ["NCCL_TIMEOUT"]
-            assert "WARN env" in "\n".join(screen_text(app))  # the evidence panel shows it
             assert asked == [None, ["memory", "gpu"], None]
+            await pilot.press("escape")
+            await pilot.pause()
+            assert "WARN env" in "\n".join(screen_text(app))  # the evidence panel shows it
     run(go())
 
 
@@ -353,12 +383,14 @@ def test_question_footer_fits_80_columns_with_help():
     async def go():
         app = make_app(probe_runner=gpu_full)
         async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.press(*"memory", "enter")
+            await pilot.press(*"mem", "enter")
             await pilot.pause(0.3)
             footer = screen_text(app)[-1]
-            assert "m launch" in footer and "? help" in footer
-            titles = {c.title for c in app.get_system_commands(app.screen)}
-            assert {"Home", "Browse", "All probes"} <= titles  # hidden keys stay in the palette
+            assert "m launch command" in footer and "? help" in footer
+            titles = [c.title for c in app.get_system_commands(app.screen)]
+            assert {"Home", "Browse", "Run probes", "Probes again"} <= set(titles)  # hidden
+            assert len(titles) == len(set(titles))  # keys stay in the palette, each once
+            assert not {"Focus Next", "Copy selected text", "First", "Last"} & set(titles)
     run(go())
 
 

@@ -25,7 +25,12 @@ def _current(app) -> str:
 
 
 def _shown(app) -> list[str]:
-    return [e.key for e in app.screen.shown]
+    """The home list's trees, actions and walks (node hits of the search come after them)."""
+    return [e.key for e in app.screen.shown if not e.key.startswith("node:")]
+
+
+def _panel(app) -> str:
+    return app.screen.query_one(EvidencePanel).text.plain
 
 
 def test_filter_home_list_by_typing():
@@ -52,7 +57,7 @@ def test_walk_to_fix_by_keys_back_and_restart():
     async def go():
         app = make_app()
         async with app.run_test() as pilot:
-            await pilot.press(*"memory", "enter")
+            await pilot.press(*"mem", "enter")
             await pilot.pause()
             assert _current(app) == "mem#when"
             await pilot.press("1")
@@ -67,7 +72,9 @@ def test_walk_to_fix_by_keys_back_and_restart():
             await pilot.press("escape")
             await pilot.pause()
             assert _current(app) == "mem#shrink"
-            await pilot.press("down", "enter")  # the highlighted answer, chosen with enter
+            answers = app.screen.query_one("#answers", OptionList)
+            assert answers.highlighted == 1  # back: the answer given is highlighted
+            await pilot.press("up", "down", "enter")  # the highlighted answer, chosen with enter
             await pilot.pause()
             assert _current(app) == "mem#recompute"
             await pilot.press("n")  # this did not help
@@ -76,8 +83,12 @@ def test_walk_to_fix_by_keys_back_and_restart():
             await pilot.press("r")
             await pilot.pause()
             assert _current(app) == "mem#when"
-            assert list_walks()[0][0].record.to_dict()["steps"] == []
-            await pilot.press("escape")  # back at the first question: home
+            saved = list_walks()[0][0].record.to_dict()
+            assert saved["steps"] == [] and saved["tried"][0]["node"] == "mem#recompute"
+            await pilot.press("escape")  # esc right after r: the restart is undone
+            await pilot.pause()
+            assert _current(app) == "mem#shrink" and len(app.screen.session.steps) == 1
+            await pilot.press("escape", "escape")  # then back, and back at the first: home
             await pilot.pause()
             assert isinstance(app.screen, HomeScreen)
     run(go())
@@ -87,7 +98,7 @@ def test_breadcrumb_drops_old_steps_not_the_current_node():
     async def go():
         app = make_app()
         async with app.run_test(size=(40, 20)) as pilot:
-            await pilot.press(*"memory", "enter", "1", "2")
+            await pilot.press(*"mem", "enter", "1", "2")
             await pilot.pause()
             assert _current(app) == "mem#recompute"
             assert screen_text(app)[0].strip() == "Out of GPU memory  … › recompute"
@@ -101,7 +112,7 @@ def test_cross_tree_link_and_return():
     async def go():
         app = make_app()
         async with app.run_test() as pilot:
-            await pilot.press(*"memory", "enter", "4")
+            await pilot.press(*"mem", "enter", "4")
             await pilot.pause()
             assert _current(app) == "hang#stuck"
             assert app.screen.session.stack == ["mem#when"]
@@ -118,7 +129,7 @@ def test_copy_commands_to_clipboard():
     async def go():
         app = make_app()
         async with app.run_test() as pilot:
-            await pilot.press(*"memory", "enter", "2")
+            await pilot.press(*"mem", "enter", "2")
             await pilot.pause()
             assert _current(app) == "mem#leak"
             await pilot.press("2")
@@ -139,7 +150,7 @@ def test_copy_in_tmux_says_how_to_let_it_through(monkeypatch):
     async def go():
         app = make_app()
         async with app.run_test(notifications=True) as pilot:
-            await pilot.press(*"memory", "enter", "2", "1")
+            await pilot.press(*"mem", "enter", "2", "1")
             await pilot.pause()
             assert app.clipboard.startswith("import torch")
             assert any("set-clipboard on" in n.message for n in app._notifications)
@@ -150,7 +161,7 @@ def test_restart_is_offered_only_once_there_is_an_answer_to_undo():
     async def go():
         app = make_app()
         async with app.run_test(size=(100, 24)) as pilot:
-            await pilot.press(*"memory", "enter")
+            await pilot.press(*"mem", "enter")
             await pilot.pause()
             titles = {c.title for c in app.get_system_commands(app.screen)}
             assert "Restart" not in titles
@@ -167,11 +178,10 @@ def test_ui_keeps_responding_while_a_probe_hangs():
         app = make_app(probe_runner=probes)
         try:
             async with app.run_test() as pilot:
-                await pilot.press(*"memory", "enter")
+                await pilot.press(*"mem", "enter")
                 await pilot.pause(0.2)
                 assert probes.calls == [["memory", "gpu"]]
-                panel = str(app.screen.query_one(EvidencePanel).render())
-                assert "running memory, gpu" in panel
+                assert "running memory, gpu" in _panel(app)
                 await pilot.press("1")
                 await pilot.pause()
                 assert _current(app) == "mem#shrink"
@@ -182,8 +192,7 @@ def test_ui_keeps_responding_while_a_probe_hangs():
                 probes.release.set()
                 await pilot.pause(0.3)
                 await pilot.pause()
-                panel = str(app.screen.query_one(EvidencePanel).render())
-                assert "GPU 3: 79.4 of 80.0 GiB used" in panel
+                assert "GPU 3: 79.4 of 80.0 GiB used" in _panel(app)
         finally:
             probes.release.set()
     run(go())
@@ -193,7 +202,7 @@ def test_probe_suggestion_is_marked_and_recorded():
     async def go():
         app = make_app(probe_runner=gpu_full)
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.press(*"memory", "enter")
+            await pilot.press(*"mem", "enter")
             await pilot.pause(0.3)
             options = app.screen.query_one("#answers", OptionList)
             assert app.screen.suggested_index == 2
@@ -234,7 +243,7 @@ def test_browse_opens_at_node_and_expands():
     async def go():
         app = make_app()
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.press(*"memory", "enter", "1", "o")
+            await pilot.press(*"mem", "enter", "1", "o")
             await pilot.pause(0.2)
             assert isinstance(app.screen, BrowseScreen)
             outline = app.screen.query_one("#outline", Tree)
@@ -245,7 +254,7 @@ def test_browse_opens_at_node_and_expands():
     run(go())
 
 
-def test_command_palette_finds_nodes_across_trees():
+def test_command_palette_finds_nodes_across_trees_and_opens_a_walk():
     async def go():
         app = make_app()
         async with app.run_test(size=(120, 40)) as pilot:
@@ -255,9 +264,7 @@ def test_command_palette_finds_nodes_across_trees():
             await pilot.pause(0.5)
             await pilot.press("down", "enter")
             await pilot.pause(0.3)
-            assert isinstance(app.screen, BrowseScreen)
-            assert str(app.screen.query_one("#outline", Tree).cursor_node.data) \
-                == "hang#straggler"
+            assert _current(app) == "hang#straggler"
     run(go())
 
 
@@ -265,7 +272,7 @@ def test_help_lists_keys():
     async def go():
         app = make_app()
         async with app.run_test(size=(100, 40)) as pilot:
-            await pilot.press(*"memory", "enter", "question_mark")
+            await pilot.press(*"mem", "enter", "question_mark")
             await pilot.pause()
             assert isinstance(app.screen, HelpScreen)
             await pilot.press("escape")
@@ -285,7 +292,7 @@ async def _triage(app, pilot, path: str) -> None:
     await pilot.pause()
     assert isinstance(app.screen, TriageScreen)
     app.screen.query_one("#log-path").value = path
-    await pilot.press("ctrl+r")
+    await pilot.press("ctrl+s")
     await app.workers.wait_for_complete()
     await pilot.pause()
 
@@ -297,6 +304,7 @@ def test_a_real_finding_walks_to_the_fix_and_its_evidence_reaches_the_report():
     import io
 
     from trainmedic.cli import main
+    from trainmedic.export.report import render_report
     from trainmedic.trees import load_forest
     from trainmedic.tui.app import TrainmedicApp
     from trainmedic.tui.screens.report import ReportScreen
@@ -310,7 +318,7 @@ def test_a_real_finding_walks_to_the_fix_and_its_evidence_reaches_the_report():
             await pilot.press("enter")  # the first, most likely finding
             await pilot.pause()
             assert _current(app) == "oom#fragmentation"
-            panel = " ".join(str(app.screen.query_one(EvidencePanel).render()).split())
+            panel = " ".join(_panel(app).split())
             assert "rank 1: CUDA out of memory (tried 22.78 GiB" in panel
             assert OOM_LINE in panel
             saved = list_walks()[0][0].record.triage
@@ -328,7 +336,10 @@ def test_a_real_finding_walks_to_the_fix_and_its_evidence_reaches_the_report():
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             assert main(["report"]) == 0
-        assert out.getvalue() == shown
+        record = list_walks()[0][0].record
+        assert shown == render_report(record, app.forest, in_app=True)  # hints name keys
+        assert out.getvalue() == render_report(record, app.forest)  # the same page, for a shell
+        assert OOM_LINE in out.getvalue()
     run(go())
 
 
@@ -353,7 +364,7 @@ def test_failed_triage_clears_the_findings_of_the_log_before():
             findings = app.screen.query_one("#findings", OptionList)
             assert findings.option_count == 1
             app.screen.query_one("#log-path").value = "nope.log"
-            await pilot.press("ctrl+r")
+            await pilot.press("ctrl+s")
             await app.workers.wait_for_complete()
             await pilot.pause()
             assert "triage failed" in str(app.screen.query_one("#triage-status").render())
@@ -392,7 +403,7 @@ def test_resume_recent_walk_and_report_corrupt_file():
     async def go():
         first = make_app()
         async with first.run_test() as pilot:
-            await pilot.press(*"memory", "enter", "1")
+            await pilot.press(*"mem", "enter", "1")
             await pilot.pause()
         (walks_dir() / "zz-broken.json").write_text("{truncated")
         app = make_app()
@@ -411,7 +422,7 @@ async def _walk_saved_after_one_answer() -> tuple[Path, dict]:
     """A real walk of the fixture tree, saved after one answer: its file and its JSON."""
     first = make_app()
     async with first.run_test() as pilot:
-        await pilot.press(*"memory", "enter", "1")
+        await pilot.press(*"mem", "enter", "1")
         await pilot.pause()
     path = list_walks()[0][0].path
     return path, json.loads(path.read_text())
@@ -452,7 +463,7 @@ def test_resume_of_a_hand_edited_walk_never_crashes_the_app():
             assert _current(app) == "mem#shrink"
             assert [p.to_dict() for p in app.screen.session.probes] == [
                 good | {"duration_s": 0.0, "raw": ""}]
-            assert "GPU 3 at 99 % memory" in str(app.screen.query_one(EvidencePanel).render())
+            assert "GPU 3 at 99 % memory" in _panel(app)
         data["stack"] = 5
         path.write_text(json.dumps(data))
         await _resume_is_refused_with("stack is int")
@@ -471,7 +482,7 @@ def test_home_filter_edits_with_backspace_and_paste():
             await pilot.press("ctrl+u")
             app.screen.post_message(events.Paste("GPU\nmemory"))
             await pilot.pause()
-            assert app.screen.filter_text == "GPU memory" and _shown(app) == ["tree:mem"]
+            assert app.screen.filter_text == "GPU memory" and _shown(app)[0] == "tree:mem"
             await pilot.press("down", "up", "enter")
             await pilot.pause()
             assert _current(app) == "mem#when"
@@ -498,7 +509,7 @@ def test_launch_command_feeds_the_memory_estimate(monkeypatch):
 
         app = make_app(probe_runner=runner)
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.press(*"memory", "enter")
+            await pilot.press(*"mem", "enter")
             await app.workers.wait_for_complete()
             await pilot.pause()
             assert calls == [(["memory", "gpu"], "")]  # no launch command yet
@@ -518,6 +529,9 @@ def test_launch_command_feeds_the_memory_estimate(monkeypatch):
             assert memory.summary.startswith("launch command: about")
             assert app.screen.suggested_index == 0
             assert list_walks()[0][0].record.to_dict()["launch_command"] == MEGATRON_70B
+            await pilot.press("m")  # opened again: the old command is selected, typing replaces
+            await pilot.pause()
+            assert app.screen.query_one("#launch-text").selected_text == MEGATRON_70B
     run(go())
 
 
@@ -525,7 +539,7 @@ def test_typing_resume_lists_saved_walks_before_trees_that_mention_it():
     async def go():
         app = make_app()
         async with app.run_test() as pilot:
-            await pilot.press(*"memory", "enter", "1", "h")
+            await pilot.press(*"mem", "enter", "1", "h")
             await pilot.pause()
             home = app.screen
             tree = next(e for e in home.entries if e.key == "tree:hang")
@@ -542,7 +556,7 @@ def test_filter_puts_the_tree_named_first():
         async with app.run_test() as pilot:
             await pilot.press("m")  # hang matches too ("making") and is listed before mem
             await pilot.pause()
-            assert _shown(app)[:2] == ["tree:mem", "tree:hang"]
+            assert _shown(app)[0] == "tree:mem" and "tree:hang" in _shown(app)
             await pilot.press("enter")
             await pilot.pause()
             assert _current(app) == "mem#when"
@@ -573,7 +587,7 @@ def test_command_palette_offers_the_screen_actions():
     async def go():
         app = make_app()
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.press(*"memory", "enter", "1")
+            await pilot.press(*"mem", "enter", "1")
             await pilot.pause()
             titles = [c.title for c in app.get_system_commands(app.screen)]
             assert {"Back", "Restart", "Browse", "Home", "Log triage"} <= set(titles)
@@ -619,10 +633,14 @@ def test_home_lists_a_walk_left_with_escape():
     async def go():
         app = make_app()
         async with app.run_test() as pilot:
-            await pilot.press(*"memory", "enter", "1", "escape", "escape")
+            await pilot.press(*"mem", "enter", "1", "escape", "escape", "escape")
             await pilot.pause()
             assert isinstance(app.screen, HomeScreen)
-            assert not any(k.startswith("walk:") for k in _shown(app))  # filter still "memory"
+            assert not any(k.startswith("walk:") for k in _shown(app))  # walks: none answered
+            await pilot.press(*"out of", "enter", "1", "h")
+            await pilot.pause()
+            assert isinstance(app.screen, HomeScreen)
+            assert not any(k.startswith("walk:") for k in _shown(app))  # filter still "out of"
             await pilot.press("escape")
             await pilot.pause()
             assert any(k.startswith("walk:") for k in _shown(app))

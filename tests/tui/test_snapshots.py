@@ -32,13 +32,13 @@ def test_home(snap_compare, size):
 @SIZES
 def test_question_with_evidence(snap_compare, size):
     app = make_app(probe_runner=gpu_full)
-    assert snap_compare(app, terminal_size=size, run_before=keys(*"memory", "enter"))
+    assert snap_compare(app, terminal_size=size, run_before=keys(*"mem", "enter"))
 
 
 @SIZES
 def test_fix(snap_compare, size):
     assert snap_compare(make_app(), terminal_size=size,
-                        run_before=keys(*"memory", "enter", "1", "1"))
+                        run_before=keys(*"mem", "enter", "1", "1"))
 
 
 @SIZES
@@ -57,7 +57,7 @@ def test_question_no_color(snap_compare, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     app = make_app(probe_runner=gpu_full)
     assert app.no_color
-    assert snap_compare(app, terminal_size=(80, 24), run_before=keys(*"memory", "enter"))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=keys(*"mem", "enter"))
 
 
 @SIZES
@@ -83,3 +83,34 @@ def test_triage_with_loss_curve(snap_compare, size):
 
     app = make_app()
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_fix_with_a_marked_command_waiting_for_its_second_key(snap_compare):
+    """Issue 13 item 2: the mark sits above the command; `2` asked once shows what a second
+    `2` (or `y`) would copy."""
+    assert snap_compare(make_app(), terminal_size=(80, 24),
+                        run_before=keys(*"hang", "enter", "1", "2"))
+
+
+def test_question_at_60x20(snap_compare):
+    assert snap_compare(make_app(), terminal_size=(60, 20),
+                        run_before=keys(*"mem", "enter", "down", "down", "down"))
+
+
+def test_triage_findings_at_80x24(snap_compare):
+    async def run_before(pilot) -> None:
+        await keys("ctrl+t")(pilot)
+        pilot.app.screen.query_one("#log-path").value = "tests/fixtures/triage/multirank_oom"
+        await keys("enter")(pilot)
+
+    assert snap_compare(make_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_memory_estimate(snap_compare):
+    async def run_before(pilot) -> None:
+        await keys(*"memory est", "enter")(pilot)
+        pilot.app.screen.query_one("#launch").text = \
+            "tests/fixtures/memory/megatron_llama3_8b_h100_fp8.sh"
+        await keys("ctrl+s", settle=0.5)(pilot)
+
+    assert snap_compare(make_app(), terminal_size=(100, 40), run_before=run_before)

@@ -31,10 +31,12 @@ def test_plain_full_walk_to_fix(monkeypatch, capsys, no_builtin):
 
 
 def test_plain_back_restart_and_garbage(monkeypatch, capsys, no_builtin):
-    code, out = _plain(monkeypatch, capsys, no_builtin, "mem", "1\nb\nzz\n9\n\n2\nr\nb\n4\n2\n")
+    code, out = _plain(monkeypatch, capsys, no_builtin, "mem",
+                       "1\nb\nb\nzz\n9\n\n2\nr\nb\nr\n4\n2\n")
     assert code == 0
     assert out.out.count("please type a number 1-4, b, r or q") == 3
     assert "(already at the first question)" in out.out
+    assert "(restart undone)" in out.out  # b right after r: back at the fix
     assert "Fix: Make every rank call the same collectives" in out.out
     data = list_walks()[0][0].record.to_dict()
     assert [s["node"] for s in data["steps"]] == ["mem#when", "hang#stuck"]
@@ -42,10 +44,11 @@ def test_plain_back_restart_and_garbage(monkeypatch, capsys, no_builtin):
 
 
 def test_plain_return_from_linked_tree(monkeypatch, capsys, no_builtin):
-    code, out = _plain(monkeypatch, capsys, no_builtin, "mem", "4\nu\nq\n")
+    code, out = _plain(monkeypatch, capsys, no_builtin, "mem", "4\nu\n1\nq\n")
     assert code == 0 and "u return" in out.out
     data = list_walks()[0][0].record.to_dict()
-    assert data["current"] == "mem#when" and data["stack"] == [] and data["steps"] == []
+    assert data["current"] == "mem#shrink" and data["stack"] == []
+    assert [s["node"] for s in data["steps"]] == ["mem#when"]
 
 
 def test_plain_eof_exits_cleanly_and_saves(monkeypatch, capsys, no_builtin):
@@ -56,9 +59,12 @@ def test_plain_eof_exits_cleanly_and_saves(monkeypatch, capsys, no_builtin):
 
 
 def test_plain_fix_did_not_help_goes_back(monkeypatch, capsys, no_builtin):
-    code, _out = _plain(monkeypatch, capsys, no_builtin, "hang#stuck", "2\nb\nq\n")
+    code, _out = _plain(monkeypatch, capsys, no_builtin, "hang#stuck", "2\nn\nq\n")
     assert code == 0
-    assert list_walks()[0][0].record.current == "hang#stuck"
+    record = list_walks()[0][0].record
+    assert record.current == "hang#stuck" and record.steps == []
+    assert [(t.node, t.question, t.answer) for t in record.tried] == [
+        ("hang#collective", "hang#stuck", 1)]  # "did not help" is kept for the report
 
 
 def test_plain_shows_probe_suggestion(forest):
@@ -112,6 +118,7 @@ def test_answers_bad_input_and_too_few(capsys, no_builtin):
     assert "'x' is not an answer number" in capsys.readouterr().err
     assert main([*no_builtin, "walk", "mem", "--answers", "1"]) == 2
     assert "stop at the question mem#shrink" in capsys.readouterr().err
+    assert list_walks()[0] == []  # a failed --answers run is not saved
     assert main([*no_builtin, "walk", "mem", "--answers", "2,1"]) == 2
     assert "already reached the fix mem#leak" in capsys.readouterr().err
     assert main([*no_builtin, "walk", "nope", "--answers", "1"]) == 2

@@ -203,7 +203,8 @@ def _outlier_finding(host: str, outlier: Outlier, value: object) -> NodeFinding:
     if probe == "versions" or outlier.fact == "gpu.driver_version":
         label = "driver" if outlier.fact == "gpu.driver_version" else name
         return NodeFinding(host, "software", f"{label} {shown} (others {usual})", outlier.fact)
-    return NodeFinding(host, "hardware", f"{outlier.fact} {shown} (others {usual})", outlier.fact)
+    what = f"{probe} {name.replace('_', ' ')}"  # words, not the fact's key (`gpu.expected`)
+    return NodeFinding(host, "hardware", f"{what} {shown} (others {usual})", outlier.fact)
 
 
 def _show(value: object) -> str:

@@ -13,6 +13,7 @@ from trainmedic.drills.debrief import Debrief, debrief
 from trainmedic.drills.progress import record_result
 from trainmedic.drills.run import DrillResult, DrillRun
 from trainmedic.errors import UsageError
+from trainmedic.export.fixview import walk_fix_view
 from trainmedic.plain import make_console, print_breadcrumb, print_fix, print_question
 from trainmedic.redact import redact_text
 from trainmedic.textsafe import inert
@@ -79,7 +80,7 @@ def run_plain_drill(forest: Forest, case: DrillCase, stdin: IO[str], stdout: IO[
         if isinstance(node, Fix):
             console.print()
             print_breadcrumb(console, session)
-            print_fix(console, node, str(session.current))
+            print_fix(console, walk_fix_view(session))
             prompt = f"[{FIX_KEYS}]: "
         else:
             print_question(console, session, None, [])

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", nargs="?", metavar="SESSION",
-                        help="walk id, id prefix or saved file (default: the latest walk)")
+                        help="walk id, id prefix or saved file (default: the latest walk that "
+                             "reached a fix)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     parser.add_argument("--repo", metavar="PATH",
                         help="framework checkout whose commit and dirty flag go in the report")
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     from trainmedic.saved_walks import find_walk
     from trainmedic.trees import load_forest
 
-    saved, skipped = find_walk(args.session)
+    saved, skipped = find_walk(args.session, prefer_finished=True)
     if saved is None:
         _unreadable(skipped)
     _warn_skipped(skipped)
@@ -126,4 +127,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
+    if not args.session:  # say which walk, at 3 a.m. the newest is not always the one meant
+        which = "the latest that reached a fix" if saved.record.finished else \
+            "the latest; none reached a fix"
+        print(f"trainmedic: report of walk {saved.id} ({which}; see --list)", file=sys.stderr)
     return 0

@@ -23,19 +23,22 @@ class Ask:
     checklist: str | None = None  # its line in the report's checklist; None: runbook only
     hint: str = ""  # how to tick it, when the report cannot
     fill: Fill = None
+    app_hint: str = ""  # the same inside the app, where command-line flags mean nothing
 
 
 MINIMUM: tuple[Ask, ...] = (
     Ask("The framework commit (Megatron-LM, NeMo, DeepSpeed...) and whether the tree is dirty",
         "git -C /path/to/Megatron-LM rev-parse HEAD && git -C /path/to/Megatron-LM status --short",
         "Framework commit (Megatron-LM or the framework you run)",
-        "rerun with --repo PATH, or: git -C PATH rev-parse HEAD", "repo"),
+        "rerun with --repo PATH, or: git -C PATH rev-parse HEAD", "repo",
+        "in a shell: git -C PATH rev-parse HEAD, or trainmedic report --repo PATH"),
     Ask("PyTorch, CUDA, NCCL and TransformerEngine versions",
         'python -c "import torch; print(torch.__version__, torch.version.cuda, '
         'torch.cuda.nccl.version())"\n'
         'pip list 2>/dev/null | grep -i -E "torch|transformer|flash|apex|megatron|deepspeed"',
         "PyTorch / CUDA / NCCL / TransformerEngine versions",
-        "rerun with --probe, or run `trainmedic probe versions --json`", "versions"),
+        "rerun with --probe, or run `trainmedic probe versions --json`", "versions",
+        "run the probes (^r) from the walk, then open the report again"),
     Ask("The full launch command, copied as run (every flag and environment variable)", None,
         "The full launch command, copied as run",
         "paste the exact command (sbatch script, torchrun line, environment)", "launch"),

@@ -13,10 +13,10 @@ import re
 
 from trainmedic.export.anchors import SlugCounter, github_slug, heading_text, node_anchors
 from trainmedic.export.escalation import escalation_lines
+from trainmedic.export.fixview import fix_view
 from trainmedic.export.mermaid import diagram_ids, tree_diagram
 from trainmedic.redact import redact_text
 from trainmedic.trees import Fix, Forest, Question, Tree
-from trainmedic.trees.danger import mark_line
 
 FIXED_HEADINGS = ("Flowchart", "Questions", "Fixes", "Escalation: when no fix helped")
 _BACKTICKS = re.compile(r"`+")
@@ -224,7 +224,7 @@ def tree_markdown(forest: Forest, tree: Tree) -> str:
         out += _question(forest, tree, question, numbers[question.id], anchors, all_numbers)
     out += [f"## {FIXED_HEADINGS[2]}", ""]
     for fix in tree.fixes():
-        out += _fix(fix, numbers[fix.id], anchors[tree.id][fix.id])
+        out += _fix(fix, numbers[fix.id], anchors[tree.id][fix.id], f"{tree.id}#{fix.id}")
     out += [f"## {FIXED_HEADINGS[3]}", "", *escalation_lines(tree.id)]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -250,38 +250,42 @@ def _question(forest: Forest, tree: Tree, node: Question, number: str,
     return out
 
 
-def _fix(node: Fix, number: str, anchor: str) -> list[str]:
-    out = [f'<a id="{anchor}"></a>', "", f"### {number}. {one_line(node.fix)}", "",
-           f"**Why.** {prose(node.why)}", ""]
-    if node.myth:
-        out += [f"**Myth.** {prose(node.myth)}", ""]
-    out += ["**Steps.**", ""]
-    for index, step in enumerate(node.steps, start=1):
-        lead = f"{index}. "
+def _fix(node: Fix, number: str, anchor: str, ref: str) -> list[str]:
+    view = fix_view(node, ref)
+    out = [f'<a id="{anchor}"></a>', "", f"### {number}. {one_line(view.title)}", ""]
+    if view.target:
+        out += [f"For {view.target}.", ""]
+    out += [f"**Why.** {prose(view.why)}", "", "**Steps.**", ""]
+    for step in view.steps:
+        lead = f"{step.number}. "
         body = prose(step.do).splitlines() or [""]
+        if step.target:
+            body[0] = f"**For {one_line(step.target)}:** {body[0]}"
         out.append(lead + body[0])
         out += indent(body[1:], " " * len(lead))
-        mark = mark_line(step.danger, step.needs)
-        if mark:
-            out += ["", " " * len(lead) + f"> **{prose(mark)}**"]
-        if step.code:
+        if step.mark:
+            out += ["", " " * len(lead) + f"> **{prose(step.mark)}**"]
+        if step.code is not None:
             out.append("")
-            out += indent(fence(step.code, step.lang or "bash"), " " * len(lead))
+            out += indent(fence(step.code, step.lang), " " * len(lead))
         out.append("")
-    if node.verify:
-        out += [f"**Verify.** {prose(node.verify)}", ""]
-    if node.refs:
+    if view.verify:
+        out += [f"**Verify.** {prose(view.verify)}", ""]
+    if view.myth:
+        out += [f"**Myth.** {prose(view.myth)}", ""]
+    if view.refs:
         out += ["**References.**", ""]
-        for ref in node.refs:
-            title = one_line(ref.title)
-            url = safe_url(ref.url) if ref.url else None
+        for reference in view.refs:
+            title = one_line(reference.title)
+            url = safe_url(reference.url) if reference.url else None
             if url:
                 out.append(f"- [{title}](<{url}>)")
             else:  # not http(s): shown as text, never a link
-                out.append(f"- {title}" + (f": {code_span(ref.url)}" if ref.url else ""))
+                out.append(f"- {title}" + (f": {code_span(reference.url)}"
+                                           if reference.url else ""))
         out.append("")
-    if node.source:
-        out += [f"Source: {one_line('; '.join(node.source))}", ""]
+    if view.source:
+        out += [f"Source: {one_line('; '.join(view.source))}", ""]
     return out
 
 

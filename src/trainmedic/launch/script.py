@@ -77,6 +77,9 @@ def read_script(path: str) -> str:
     return text
 
 
+SCRIPT_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".zsh")
+
+
 def read_launch_text(text: str) -> tuple[str, str]:
     """(script text, where it came from) for what a person pasted: one line naming an existing
     file is that file (read with `read_script`'s checks), anything else is the command itself."""
@@ -88,7 +91,15 @@ def read_launch_text(text: str) -> tuple[str, str]:
                 return read_script(str(path)), str(path)
         except OSError:
             pass
+        if _looks_like_path(stripped):  # a typo in a path is not a command to parse
+            raise UsageError(f"cannot read {stripped}: no such file")
     return text, "launch command"
+
+
+def _looks_like_path(text: str) -> bool:
+    """One word with a folder or a script's suffix: meant as a file, not a command line."""
+    return not any(c.isspace() for c in text) and (
+        "/" in text or text.startswith("~") or text.endswith(SCRIPT_SUFFIXES))
 
 
 def _has_model_flags(args: list[str]) -> bool:

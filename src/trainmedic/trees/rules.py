@@ -42,8 +42,24 @@ def _show(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
     if isinstance(value, bool):
-        return str(value).lower()
+        return "yes" if value else "no"
+    if value == "":
+        return "(empty)"
     return str(value)
+
+
+_OP_WORDS = {"==": "", "!=": "not ", "<": "below ", "<=": "at most ", ">": "above ",
+             ">=": "at least ", "contains": "contains "}
+
+
+def in_words(rule: Rule, actual: object) -> str:
+    """A rule that held, for people: `gpu: max memory fraction 0.99 (at least 0.95)`, not
+    `gpu.max_memory_fraction = 0.99 (>= 0.95)`."""
+    fact = rule.fact_name.replace("_", " ")
+    line = f"{rule.probe}: {fact} {_show(actual)}"
+    if rule.op != "==" or _show(actual) != _show(rule.value):
+        line += f" ({_OP_WORDS[rule.op]}{_show(rule.value)})"
+    return line
 
 
 def suggest(
@@ -54,7 +70,7 @@ def suggest(
     """The first answer whose rules all hold, and the evidence lines behind it.
 
     `evidence` maps a fact (`gpu.max_memory_fraction`) to a human line from its probe
-    ("GPU 3: 79.4 of 80.0 GiB used"); without one the fact's value is shown.
+    ("GPU 3: 79.4 of 80.0 GiB used"); without one the rule is said in words (`in_words`).
     """
     for index, answer in enumerate(question.answers):
         if not answer.when:
@@ -63,9 +79,8 @@ def suggest(
         if all(r is True for r in results):
             lines = []
             for rule in answer.when:
-                human = (evidence or {}).get(rule.fact)
-                lines.append(f"{rule.fact} = {_show(facts[rule.fact])} ({rule.op} "
-                             f"{_show(rule.value)})" + (f": {human}" if human else ""))
+                human = (evidence or {}).get(rule.fact)  # the probe's own words come first
+                lines.append(human or in_words(rule, facts[rule.fact]))
             if answer.because:
                 lines.append(str(answer.because))
             return index, lines

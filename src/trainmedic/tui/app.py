@@ -54,9 +54,25 @@ class TrainmedicApp(App[int]):
     TITLE = "trainmedic"
     CSS_PATH = str(Path(__file__).with_name("app.tcss"))  # absolute: subclasses live elsewhere
     COMMANDS: ClassVar = App.COMMANDS | {node_search_provider}
+    # One meaning per key on every screen (a screen adds its own keys, never re-uses these).
+    # Not priority, except the ways out: a text field still gets its letters.
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "help", key_display="?"),
         Binding("f1", "help", "help", key_display="F1", show=False),
-        Binding("ctrl+q", "quit", "quit", key_display="^q", show=False, priority=True),
+        Binding("q", "request_quit", "quit", show=False),
+        Binding("ctrl+c", "request_quit", "quit", key_display="^c", show=False, priority=True),
+        Binding("ctrl+q", "request_quit", "quit", key_display="^q", show=False, priority=True),
+        Binding("slash", "search", "search", key_display="/", show=False),
+        Binding("j", "nav('down')", "down", show=False),
+        Binding("k", "nav('up')", "up", show=False),
+        Binding("g", "nav('home')", "first", show=False),
+        Binding("G", "nav('end')", "last", show=False),
+        Binding("ctrl+b", "browse", "browse trees", key_display="^b", show=False),
+        Binding("ctrl+t", "triage", "log triage", key_display="^t", show=False),
+        Binding("ctrl+r", "probes", "run probes", key_display="^r", show=False),
+        Binding("ctrl+n", "cluster", "cluster", key_display="^n", show=False),
+        # Last in every footer, cut first when the width runs out (see widgets/footer.py).
+        Binding("ctrl+p", "command_palette", "palette", key_display="^p"),
     ]
 
     def __init__(
@@ -164,13 +180,15 @@ class TrainmedicApp(App[int]):
         from trainmedic.walk import WalkSession
 
         try:
-            session = target if isinstance(target, WalkSession) else WalkSession(
-                self.forest, target)
+            if isinstance(target, WalkSession):
+                session = target
+            elif triage is not None:  # on the tree's own route, so there is a way up
+                session = WalkSession.from_finding(self.forest, target, triage)
+            else:
+                session = WalkSession(self.forest, target)
         except UsageError as exc:
             self.notify(str(exc), severity="error", markup=False)
             return
-        if triage is not None:
-            session.triage = triage
         self.push_screen(WalkScreen(session))
 
     def resume(self, record: WalkRecord) -> None:
@@ -185,10 +203,46 @@ class TrainmedicApp(App[int]):
             self.notify(note, severity="warning", timeout=8, markup=False)
         self.open_walk(session)
 
-    def open_browse(self, ref: Ref | None = None) -> None:
+    def open_browse(self, ref: Ref | None = None, *, search: bool = False) -> None:
         from trainmedic.tui.screens.browse import BrowseScreen
 
-        self.push_screen(BrowseScreen(ref))
+        self.push_screen(BrowseScreen(ref, search=search))
+
+    def action_browse(self) -> None:
+        self.open_browse()
+
+    def action_search(self) -> None:
+        """`/` where the screen has no search of its own: search every tree (in browse)."""
+        self.open_browse(search=True)
+
+    def action_memory(self) -> None:
+        from trainmedic.tui.screens.memory import MemoryScreen
+
+        self.push_screen(MemoryScreen())
+
+    def action_nav(self, key: str) -> None:
+        """j/k/g/G: the arrow, home and end keys of whatever has focus (vim and less habits)."""
+        self.simulate_key(key)
+
+    def action_request_quit(self) -> None:
+        """q, ^c, ^q: quit at once, except in the middle of a walk (one question answered, no
+        fix yet), where it asks first; the walk is saved either way."""
+        from trainmedic.tui.dialogs.quit import QuitScreen
+        from trainmedic.tui.screens.walk import WalkScreen
+
+        if isinstance(self.screen, QuitScreen):
+            self.exit()
+            return
+        mid_walk = any(isinstance(s, WalkScreen) and s.mid_walk for s in self.screen_stack)
+        if not mid_walk:
+            self.exit()
+            return
+
+        def done(quit_: bool | None) -> None:
+            if quit_:
+                self.exit()
+
+        self.push_screen(QuitScreen(), done)
 
     def go_home(self) -> None:
         while len(self.screen_stack) > 1:
@@ -197,7 +251,9 @@ class TrainmedicApp(App[int]):
     def action_help(self) -> None:
         from trainmedic.tui.dialogs.help import HelpScreen
 
-        if not isinstance(self.screen, HelpScreen):
+        if isinstance(self.screen, HelpScreen):
+            self.screen.dismiss()
+        else:
             self.push_screen(HelpScreen(self.help_sections()))
 
     def help_sections(self) -> list[tuple[str, list[BindingType]]]:
@@ -208,34 +264,50 @@ class TrainmedicApp(App[int]):
         from trainmedic.tui.screens.cluster import ClusterScreen
         from trainmedic.tui.screens.drill import DrillScreen
         from trainmedic.tui.screens.home import HomeScreen
+        from trainmedic.tui.screens.memory import MemoryScreen
         from trainmedic.tui.screens.probes import ProbesScreen
         from trainmedic.tui.screens.report import ReportScreen
         from trainmedic.tui.screens.triage import TriageScreen
         from trainmedic.tui.screens.walk import WalkScreen
         from trainmedic.tui.widgets.codeblock import CodeBlock
 
+        longer = {"command_palette": "command palette: actions and node search"}
+        everywhere = [Binding(b.key, b.action, longer.get(b.action, b.description), show=True,
+                              key_display=b.key_display) for b in self.BINDINGS
+                      if isinstance(b, Binding)]
         return [
-            ("Everywhere", [*self.BINDINGS, Binding(
-                "ctrl+p", "", "command palette: actions and node search", key_display="^p")]),
-            ("Home", [Binding("", "", "type to filter the list; backspace, ^u edit it",
-                              key_display="a-z"), *HomeScreen.BINDINGS]),
+            ("Everywhere (not while typing in a text field)", [
+                *everywhere, Binding("tab", "", "next pane (the evidence panel scrolls)")]),
+            ("Home", [Binding("", "", "type (or /) to filter trees, actions, walks and nodes; "
+                              "backspace, ^u edit it", key_display="a-z"),
+                      *HomeScreen.BINDINGS]),
             ("Question / fix", [*WalkScreen.BINDINGS, *CodeBlock.BINDINGS,
                                 Binding("enter", "", "choose the highlighted answer")]),
             ("Browse", list(BrowseScreen.BINDINGS)),
             ("Export runbook (browse x)", [*ExportScreen.BINDINGS,
                                            Binding("enter", "", "write the file")]),
             ("Incident report (fix i)", list(ReportScreen.BINDINGS)),
-            ("Cluster", list(ClusterScreen.BINDINGS)),
             ("Log triage", list(TriageScreen.BINDINGS)),
+            ("Memory estimate", list(MemoryScreen.BINDINGS)),
+            ("Cluster", list(ClusterScreen.BINDINGS)),
             ("Probes", list(ProbesScreen.BINDINGS)),
             ("Incident drill", list(DrillScreen.BINDINGS)),
             ("Launch command", list(LaunchCommandScreen.BINDINGS)),
         ]
 
     def action_triage(self) -> None:
+        """The one triage screen: installed, so an analysis left running (or its findings)
+        is still there when the screen is opened again."""
         from trainmedic.tui.screens.triage import TriageScreen
 
-        self.push_screen(TriageScreen())
+        if not self.is_screen_installed("triage"):
+            self.install_screen(TriageScreen(), "triage")
+        if self.screen is not self.get_screen("triage"):
+            if self.get_screen("triage") in self.screen_stack:
+                while self.screen is not self.get_screen("triage"):
+                    self.pop_screen()
+            else:
+                self.push_screen("triage")
 
     def action_probes(self) -> None:
         """All probes; opened from a walk, their results are attached to that walk."""
@@ -267,26 +339,42 @@ class TrainmedicApp(App[int]):
 
     # -- command palette ----------------------------------------------------------------------
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        """Every action shown in the footer of this screen, plus the app-wide ones."""
-        yield from super().get_system_commands(screen)
+        """The palette's actions: this screen's own keys, then the app's, each once and in
+        words; none of Textual's widget internals (focus next, copy selected text, ...)."""
         seen: set[str] = set()
+
+        def once(title: str) -> bool:
+            key = title.lower()
+            if key in seen:
+                return False
+            seen.add(key)
+            return True
+
+        own = {(b.key, b.action) for b in type(screen).__dict__.get("BINDINGS", [])
+               if isinstance(b, Binding)}  # what this screen declares, not Textual's Screen
         for active in screen.active_bindings.values():
             binding = active.binding
-            if not active.enabled or not binding.description or binding.action in seen:
-                continue
-            if binding.action in ("quit", "app.quit", "command_palette"):
-                continue
-            seen.add(binding.action)
+            if active.node is not screen or (binding.key, binding.action) not in own \
+                    or not active.enabled or not binding.description \
+                    or "(" in binding.action or not once(binding.description):
+                continue  # a widget's key, a disabled one, or one of the numbered keys
             title = binding.description[0].upper() + binding.description[1:]
             yield SystemCommand(title, f"key: {binding.key_display or binding.key}",
-                                partial(_run_action, active.node, binding.action))
-        yield SystemCommand("Log triage", "Open a log or paste an error", self.action_triage)
-        yield SystemCommand("Run probes", "Check this machine", self.action_probes)
-        yield SystemCommand("Cluster", "Last sweep of every node; run a new one",
-                            self.action_cluster)
-        yield SystemCommand("Browse trees", "Every tree as an outline", self.open_browse)
-        yield SystemCommand("Incident drill", "A real log: find the cause, then compare",
-                            self.action_drill)
+                                partial(_run_action, screen, binding.action))
+        for title, help_text, callback in (
+                ("Log triage", "Open a log or paste an error (^t)", self.action_triage),
+                ("Run probes", "Check this machine (^r)", self.action_probes),
+                ("Memory estimate", "Per-GPU memory of a launch command or script",
+                 self.action_memory),
+                ("Cluster", "Last sweep of every node; run a new one (^n)", self.action_cluster),
+                ("Browse trees", "Every tree as an outline, searchable (^b)", self.open_browse),
+                ("Incident drill", "A real log: find the cause, then compare",
+                 self.action_drill),
+                ("Home", "The list of trees and recent walks", self.go_home),
+                ("Keys", "Every key of every screen (?)", self.action_help),
+                ("Quit", "Leave trainmedic (q)", self.action_request_quit)):
+            if once(title):
+                yield SystemCommand(title, help_text, callback)
 
 
 async def _run_action(node: DOMNode, action: str) -> None:

@@ -9,11 +9,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from trainmedic.trees import Forest
 from trainmedic.tui.base import AppDialog
 from trainmedic.tui.savefile import SaveGuard, write_text
+from trainmedic.tui.widgets.footer import KeysFooter
 from trainmedic.tui.widgets.pathinput import PathInput
 
 
@@ -48,7 +49,7 @@ class ExportScreen(AppDialog[Path | None]):
                               style="dim"))
             yield PathInput(f"./{self.tree_id}.md", id="export-path")
             yield Static(id="export-status")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#export-path", Input).focus()

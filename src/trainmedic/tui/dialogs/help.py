@@ -19,7 +19,7 @@ _KEY_NAMES = {"escape": "esc", "pagedown": "pgdn", "pageup": "pgup", "question_m
               "slash": "/"}
 
 
-GLOBAL_ACTIONS = ("app.help", "app.quit")
+GLOBAL_ACTIONS = ("app.help", "app.quit", "app.request_quit", "app.triage", "app.probes")
 
 
 def _rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
@@ -68,7 +68,6 @@ class HelpScreen(AppDialog[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "dismiss", "close", key_display="esc"),
         Binding("question_mark", "dismiss", "close", show=False),
-        Binding("q", "dismiss", "close", show=False),
         Binding("f1", "dismiss", "close", show=False),
     ]
 

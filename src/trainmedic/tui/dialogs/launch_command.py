@@ -13,9 +13,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.widgets import Footer, Static, TextArea
+from textual.widgets import Static, TextArea
 
 from trainmedic.tui.base import AppDialog
+from trainmedic.tui.widgets.footer import KeysFooter
 
 
 class LaunchCommandScreen(AppDialog[str | None]):
@@ -37,10 +38,12 @@ class LaunchCommandScreen(AppDialog[str | None]):
                               style="dim"))
             yield TextArea(self.current, id="launch-text", soft_wrap=True,
                            show_line_numbers=False)
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#launch-text", TextArea).focus()
+        area = self.query_one("#launch-text", TextArea)
+        area.focus()
+        area.select_all()  # what is typed or pasted replaces the old command, not joins it
 
     def action_accept(self) -> None:
         self.dismiss(self.query_one("#launch-text", TextArea).text)

@@ -20,9 +20,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Label, Static
+from textual.widgets import DataTable, Input, Label, Static
 
 from trainmedic.tui.base import AppScreen
+from trainmedic.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
     from trainmedic.cluster.result import ClusterResult
@@ -78,10 +79,9 @@ class ClusterScreen(AppScreen[None]):
     CSS_PATH = "cluster.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("s", "sweep", "sweep now"),
-        Binding("slash", "edit_spec", "edit SPEC", key_display="/"),
+        Binding("e", "edit_spec", "edit SPEC"),
         Binding("l", "reload", "reload"),
         Binding("escape", "leave", "back", key_display="esc"),
-        Binding("question_mark", "app.help", "help", key_display="?"),
     ]
 
     class Swept(Message):
@@ -111,7 +111,7 @@ class ClusterScreen(AppScreen[None]):
             yield Label("SPEC ", id="sweep-label")
             yield Input(placeholder="slurm, or node[01-16],gpu-a7", id="sweep-spec")
         yield Static(id="sweep-status")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.action_reload()

@@ -1,6 +1,6 @@
 """An incident drill in the app: a real log above, the trees below, then the debrief.
 
-The trainee walks from the entry question with the walk keys (digits, esc back), jumps with `j`
+The trainee walks from the entry question with the walk keys (digits, esc back), jumps with `:`
 (a `tree#node`) or `t` (where triage points), and ends with enter on a fix, `d` at a question or
 `o` for "nothing is wrong in this log". The debrief (score, expert path, what triage says, the
 thread) replaces the walk; the log stays in view. The drill engine is `trainmedic.drills`, the
@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from trainmedic.drills.run import DrillRun
@@ -26,6 +26,7 @@ from trainmedic.redact import redact_text
 from trainmedic.textsafe import inert
 from trainmedic.trees import Fix, Question
 from trainmedic.tui.base import AppScreen
+from trainmedic.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
     from trainmedic.drills.cases import DrillCase
@@ -44,7 +45,7 @@ class DrillScreen(AppScreen[None]):
         *_digits(),
         Binding("enter", "submit", "my answer"),
         Binding("escape", "back", "back", key_display="esc"),
-        Binding("j", "jump", "jump"),
+        Binding("colon", "jump", "jump", key_display=":"),  # j is "down" on every screen
         Binding("t", "triage", "triage"),
         Binding("d", "done", "done"),
         Binding("o", "nothing_wrong", "nothing wrong"),
@@ -72,7 +73,7 @@ class DrillScreen(AppScreen[None]):
         jump.display = False
         yield jump
         yield Static(id="drill-status")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     async def on_mount(self) -> None:
         await self.start(self._case)
@@ -99,7 +100,7 @@ class DrillScreen(AppScreen[None]):
         self.query_one("#drill-log-text", Static).update(
             Text(inert(redact_text(lines)), overflow="fold"))
         self.query_one("#drill-log", VerticalScroll).scroll_home(animate=False)
-        self._status("Walk to the cause: answer by number, j jumps, t follows triage, "
+        self._status("Walk to the cause: answer by number, : jumps, t follows triage, "
                      "d stops here, o: nothing wrong.")
         await self._show()
 
@@ -164,7 +165,7 @@ class DrillScreen(AppScreen[None]):
                        id="drill-fix"),
                 Static(Text.assemble(("Why  ", "bold"), str(fix.why)), classes="drill-why"),
                 Static(steps),
-                Static(Text("enter: this is my answer · esc: back · j: jump elsewhere",
+                Static(Text("enter: this is my answer · esc: back · : jumps elsewhere",
                             style="bold"), classes="drill-hint")]
 
     def _debrief_widgets(self, report: Debrief) -> list[Widget]:

@@ -8,18 +8,28 @@ from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from trainmedic.textsafe import inert_line
 from trainmedic.tui.base import AppScreen
 from trainmedic.tui.served import probes_location
+from trainmedic.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
     from trainmedic.saved_walks import SavedWalk, WalkRecord
 
 RECENT_WALKS = 5
 PLACEHOLDER = "type to filter trees, actions and recent walks"
+# Keys that are commands here and on every screen; any other letter starts the filter.
+DETAIL_ROWS = 3  # the detail panel's height less its rule
+NODE_SEARCH_MIN = 3
+NODE_HITS = 8
+COMMAND_KEYS = frozenset({"j", "k", "g", "G", "q", "question_mark", "slash"})
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}{'es' if what.endswith('x') else 's'}"
 
 
 class Entry(NamedTuple):
@@ -33,7 +43,8 @@ class Entry(NamedTuple):
 
 
 class HomeScreen(AppScreen[None]):
-    """Typing filters (like fzf): printable keys edit the filter line, the list keeps focus.
+    """`/` filters (like k9s); a letter that is not a command key starts the filter too. While
+    filtering, printable keys edit the filter line and the list keeps focus.
 
     A plain line instead of an `Input` keeps the first frame cheap (no Input CSS to parse).
     """
@@ -44,13 +55,14 @@ class HomeScreen(AppScreen[None]):
         Binding("up", "cursor(-1)", "move", show=False, priority=True),
         Binding("pagedown", "cursor(10)", "page down", show=False, priority=True),
         Binding("pageup", "cursor(-10)", "page up", show=False, priority=True),
-        Binding("escape", "clear", "clear"),
+        Binding("home", "cursor(-1000)", "first", show=False, priority=True),
+        Binding("end", "cursor(1000)", "last", show=False, priority=True),
+        Binding("slash", "filter", "filter", key_display="/"),
+        Binding("escape", "clear", "clear the filter", show=False),
+        Binding("ctrl+t", "app.triage", "triage"),
+        Binding("ctrl+r", "app.probes", "probes"),
         Binding("ctrl+b", "browse", "browse"),
-        Binding("ctrl+t", "triage", "triage"),
-        Binding("ctrl+r", "probes", "probes"),
-        Binding("ctrl+n", "app.cluster", "cluster (nodes)", key_display="^n", show=False),
-        Binding("f1", "app.help", "help", key_display="F1"),
-        Binding("ctrl+q", "app.quit", "quit", key_display="^q", priority=True),
+        Binding("q", "app.request_quit", "quit"),
     ]
 
     def __init__(self) -> None:
@@ -61,6 +73,7 @@ class HomeScreen(AppScreen[None]):
         self.entries: list[Entry] = []
         self.shown: list[Entry] = []
         self.filter_text = ""
+        self.filtering = False  # `/` pressed: printable keys go to the filter line
 
     def compose(self) -> ComposeResult:
         served = probes_location()  # in a browser the probes read the server: say so first
@@ -70,7 +83,7 @@ class HomeScreen(AppScreen[None]):
         yield Static(Text(f"/ {PLACEHOLDER}", style="dim"), id="filter")
         yield OptionList(id="entries")
         yield Static(id="detail")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.reload_walks()
@@ -105,8 +118,9 @@ class HomeScreen(AppScreen[None]):
             label.append(f"{card.id:<{width}}  ", style="bold")
             label.append(card.title)
             label.append(f"  {card.summary}", style="dim")
-            detail = Text.assemble((card.title, "bold"), f"   {card.id} · {card.questions} "
-                                   f"questions · {card.fixes} fixes",
+            detail = Text.assemble((card.title, "bold"), f"   {card.id} · "
+                                   f"{_count(card.questions, 'question')} · "
+                                   f"{_count(card.fixes, 'fix')}",
                                    (f" · {', '.join(card.tags)}" if card.tags else ""),
                                    "\n", card.summary)
             hay = " ".join([card.id, card.title, card.summary, *card.tags]).lower()
@@ -123,6 +137,8 @@ class HomeScreen(AppScreen[None]):
         return [
             entry("action:triage", "Log triage", "open a log or paste an error; jump to the node"),
             entry("action:probes", "Run probes", "GPUs, environment, versions, Xid, network"),
+            entry("action:memory", "Memory estimate", "per-GPU memory of a launch command or "
+                  "script; the cheapest changes that fit"),
             entry("action:browse", "Browse all trees", "read every tree as an outline, search"),
             entry("action:cluster", "Cluster", "last sweep of every node: the one that differs"),
             entry("action:drill", "Incident drill", "a real log from a public thread: find the "
@@ -148,9 +164,11 @@ class HomeScreen(AppScreen[None]):
     def set_filter(self, text: str) -> None:
         self.filter_text = text
         line = Text("/ ", style="bold")
-        if text:
+        if text or self.filtering:
             line.append(text)
             line.append("▏", style="bold")
+            if not text:
+                line.append("  type to filter; enter opens, esc clears", style="dim")
         else:
             line.append(PLACEHOLDER, style="dim")
         self.query_one("#filter", Static).update(line)
@@ -174,13 +192,36 @@ class HomeScreen(AppScreen[None]):
                 return 2
             return 3
 
-        self.shown = sorted(matches, key=rank)  # stable: the list order otherwise
+        self.shown = sorted(matches, key=rank) + self._node_entries(query)
         options = self.query_one("#entries", OptionList)
         options.clear_options()
         options.add_options([Option(e.label, id=e.key) for e in self.shown])
         if self.shown:
             options.highlighted = 0
         self._show_detail()
+
+    def _node_entries(self, query: str) -> list[Entry]:
+        """Questions and fixes holding the words, after everything else: engineers search by
+        the flag, the variable or the message they hold (3 letters or more: this needs the
+        whole forest, which home otherwise does not load)."""
+        if len(query.strip()) < NODE_SEARCH_MIN:
+            return []
+        from trainmedic.tui.search import node_label, search_nodes, search_text, snippet
+
+        forest = self.app.forest
+        entries: list[Entry] = []
+        for ref in search_nodes(forest, query):
+            if len(entries) >= NODE_HITS:
+                break
+            title = node_label(forest, ref)
+            label = Text(no_wrap=True, overflow="ellipsis")
+            label.append(f"  ↳ {ref}  ", style="bold")
+            label.append(title)
+            where = snippet(search_text(forest, ref), query.lower().split()[0])
+            detail = Text.assemble((title, "bold"), f"   {ref} · enter walks from here\n",
+                                   (where, "dim"))
+            entries.append(Entry(f"node:{ref}", label, search_text(forest, ref), detail))
+        return entries
 
     def _show_detail(self) -> None:
         entry = self.current_entry()
@@ -192,7 +233,21 @@ class HomeScreen(AppScreen[None]):
         if entry is None:
             detail.update(Text("Nothing matches the filter. escape clears it.", style="dim"))
         else:
-            detail.update(entry.detail)
+            detail.update(self._clipped(entry.detail))
+
+    def _clipped(self, text: Text) -> Text:
+        """The detail cut to the rows the panel has, ending in "…" where it was cut (not in
+        the middle of a sentence without a sign)."""
+        width = max(10, self.app.size.width - 2)
+        lines = text.wrap(self.app.console, width)
+        if len(lines) <= DETAIL_ROWS:
+            return text
+        kept = lines[:DETAIL_ROWS]
+        last = kept[-1]
+        last.truncate(width - 1)
+        last.rstrip()
+        last.append("…")
+        return Text("\n").join(kept)
 
     def current_entry(self) -> Entry | None:
         index = self.query_one("#entries", OptionList).highlighted
@@ -200,18 +255,27 @@ class HomeScreen(AppScreen[None]):
 
     # -- events and actions -------------------------------------------------------------------
     def on_key(self, event: events.Key) -> None:
-        if event.key == "backspace":
+        if event.key == "backspace" and (self.filtering or self.filter_text):
             self.set_filter(self.filter_text[:-1])
         elif event.key == "ctrl+u":
             self.set_filter("")
-        elif event.is_printable and event.character:
+        elif event.key == "question_mark":
+            return  # help, even while filtering
+        elif event.is_printable and event.character and (
+                self.filtering or event.key not in COMMAND_KEYS):
+            self.filtering = True
             self.set_filter(self.filter_text + event.character)
         else:
             return
         event.stop()
         event.prevent_default()
 
+    def action_filter(self) -> None:
+        self.filtering = True
+        self.set_filter(self.filter_text)
+
     def on_paste(self, event: events.Paste) -> None:
+        self.filtering = True
         self.set_filter(self.filter_text + " ".join(event.text.split()))
 
     def on_option_list_option_highlighted(self, _event: OptionList.OptionHighlighted) -> None:
@@ -229,15 +293,18 @@ class HomeScreen(AppScreen[None]):
         options.highlighted = max(0, min(len(self.shown) - 1, current + delta))
 
     def action_clear(self) -> None:
+        self.filtering = False
         self.set_filter("")
 
     def action_open(self) -> None:
         entry = self.current_entry()
         if entry is None:
             return
+        self.filtering = False  # back from what it opens, keys are commands again
+        self.set_filter(self.filter_text)
         kind, _, name = entry.key.partition(":")
         app = self.app
-        if kind == "tree":
+        if kind in ("tree", "node"):
             app.open_walk(name)
         elif kind == "walk" and entry.walk is not None:
             app.resume(entry.walk)
@@ -249,6 +316,8 @@ class HomeScreen(AppScreen[None]):
             app.open_browse()
         elif entry.key == "action:cluster":
             app.action_cluster()
+        elif entry.key == "action:memory":
+            app.action_memory()
         elif entry.key == "action:drill":
             app.action_drill()
 
@@ -261,8 +330,3 @@ class HomeScreen(AppScreen[None]):
         else:
             app.open_browse()
 
-    def action_triage(self) -> None:
-        self.app.action_triage()
-
-    def action_probes(self) -> None:
-        self.app.action_probes()

@@ -6,21 +6,31 @@ which redacts secrets, including the launch command; the screen shows nothing el
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Footer, Input, Label, Markdown, Static
+from textual.widgets import Input, Label, Markdown, Static
 
 from trainmedic.tui.base import AppScreen
 from trainmedic.tui.savefile import SaveGuard, write_text
+from trainmedic.tui.widgets.footer import KeysFooter
 from trainmedic.tui.widgets.pathinput import PathInput
+
+_DETAILS = re.compile(r"<details><summary>(?P<what>.*?)</summary>.*?</details>", re.DOTALL)
 
 
 def default_report_path(walk_id: str) -> str:
     return f"./trainmedic-report-{walk_id}.md"
+
+
+def on_screen(markdown: str) -> str:
+    """The report as the screen shows it: each probe's raw facts folded to one line (a
+    terminal cannot fold `<details>`, and the JSON would fill the screen); saved whole."""
+    return _DETAILS.sub(lambda m: f"*{m['what']}: in the saved file.*", markdown)
 
 
 class ReportScreen(AppScreen[None]):
@@ -30,7 +40,6 @@ class ReportScreen(AppScreen[None]):
         Binding("s", "save", "save", show=False),
         Binding("tab", "app.focus_next", "report text / file name", show=False),
         Binding("escape", "leave", "back", key_display="esc"),
-        Binding("question_mark", "app.help", "help", key_display="?"),
     ]
 
     def __init__(self, walk_id: str, markdown: str) -> None:
@@ -44,12 +53,12 @@ class ReportScreen(AppScreen[None]):
         yield Static(Text.assemble(("Incident report", "bold"), f"  walk {walk_id}",
                                    ("  secrets redacted", "dim")), id="titlebar")
         with VerticalScroll(id="report-view"):
-            yield Markdown(self.markdown, id="report-md")
+            yield Markdown(on_screen(self.markdown), id="report-md")
         with Horizontal(id="save-row"):
             yield Label("save to ", id="save-label")
             yield PathInput(default_report_path(walk_id), id="report-path")
         yield Static(id="save-status")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one("#report-view", VerticalScroll).focus()

@@ -3,6 +3,9 @@
 One screen follows the session from node to node (recomposed at each step); the keys shown in
 the footer change with the kind of node. Probes run in a thread worker, so a hung probe never
 freezes the screen; when they answer, the suggestion and its evidence appear beside the question.
+
+The question stays on top; the "how to check" box and the answers share one scroll pane, and
+the pane follows the highlight, so every answer can be reached and seen at 80x24 (and 60x20).
 """
 
 from __future__ import annotations
@@ -14,20 +17,24 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
+from textual.geometry import Region
 from textual.message import Message
-from textual.widgets import Footer, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from trainmedic.textsafe import inert_line
-from trainmedic.trees import Fix, Question
+from trainmedic.trees import Question
 from trainmedic.tui.base import AppScreen
-from trainmedic.tui.widgets.codeblock import CodeBlock
 from trainmedic.tui.widgets.evidence import EvidencePanel
+from trainmedic.tui.widgets.fixpanel import FixPanel
+from trainmedic.tui.widgets.footer import KeysFooter
 from trainmedic.walk import WalkSession
 
 if TYPE_CHECKING:
     from trainmedic.probes.base import ProbeContext, ProbeResult
     from trainmedic.probes.runner import ProbeRunner
+
+NARROW = 72  # below this width the evidence panel waits for `v` instead of taking a third
 
 
 def _digit_bindings(action: str, description: str) -> list[Binding]:
@@ -36,24 +43,58 @@ def _digit_bindings(action: str, description: str) -> list[Binding]:
                       for n in range(2, 10)]
 
 
+class AnswerList(OptionList):
+    """The answers, as tall as they are: the pane around them scrolls, to the highlight."""
+
+    def scroll_to_highlight(self, top: bool = False) -> None:
+        super().scroll_to_highlight(top)
+        self.reveal_highlight()  # at once when laid out (a key press), and again once it is
+        self.call_after_refresh(self.reveal_highlight)
+
+    def reveal_highlight(self) -> None:
+        """Scroll the pane so the highlighted answer is whole on screen (the first answer
+        scrolls to the top when it fits there, so the "how to check" box above it shows too)."""
+        pane = self.parent
+        index = self.highlighted
+        if index is None or not isinstance(pane, VerticalScroll) or not self.is_mounted:
+            return
+        line = self._index_to_line.get(index)
+        if line is None:
+            return
+        region = Region(0, self.virtual_region.y + line, self.size.width, self._heights[index])
+        if index == 0 and region.bottom <= pane.scrollable_content_region.height:
+            pane.scroll_home(animate=False, immediate=True)
+        else:
+            pane.scroll_to_region(region, animate=False, force=True, immediate=True)
+
+    def highlighted_region(self) -> Region | None:
+        """Where the highlighted answer is on the screen (tests hold it inside the pane)."""
+        index = self.highlighted
+        line = self._index_to_line.get(index) if index is not None else None
+        if index is None or line is None:
+            return None
+        return Region(self.region.x, self.region.y + line - int(self.scroll_y),
+                      self.region.width, self._heights[index])
+
+
 class WalkScreen(AppScreen[None]):
     CSS_PATH = "walk.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         *_digit_bindings("answer", "answer"),
         *_digit_bindings("copy", "copy"),
+        Binding("y", "confirm_copy", "copy it"),
         Binding("n", "did_not_help", "did not help"),
         Binding("escape", "back", "back", key_display="esc"),
         Binding("b", "back", "back", show=False),
         Binding("r", "restart", "restart"),
-        Binding("u", "return", "return"),
-        Binding("p", "rerun_probes", "probes"),
-        Binding("m", "launch_command", "launch"),
+        Binding("u", "return", "back to the first tree"),
+        Binding("p", "rerun_probes", "probes again", show=False),
+        Binding("m", "launch_command", "launch command"),
         Binding("i", "report", "report"),
-        # In the palette and the help screen; hidden in the footer so it fits 80 columns.
-        Binding("ctrl+r", "app.probes", "all probes", key_display="^r", show=False),
+        Binding("z", "toggle_help", "how to check", show=False),  # z folds, as in vim
+        Binding("v", "toggle_evidence", "evidence", show=False),
         Binding("o", "browse", "browse", show=False),
         Binding("h", "home", "home", show=False),
-        Binding("question_mark", "app.help", "help", key_display="?"),
     ]
 
     class ProbesAnswered(Message):
@@ -70,20 +111,28 @@ class WalkScreen(AppScreen[None]):
         self.session = session
         self.running: list[str] = []
         self.suggested_index: int | None = None  # what the answers list marks right now
+        self.help_shown = True  # the "how to check" box (z)
+        self.evidence_wanted: bool | None = None  # v: None follows the panel's content
+        self._highlight_next: int | None = None  # the answer to highlight after going back
+        self._log_route: dict[str, int] | None = None  # question -> answer, to the finding
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         s = self.session
         yield Static(self._breadcrumb(), id="crumbs")
         with Horizontal(id="walk-body"):
-            with VerticalScroll(id="main"):
-                node = s.node
-                if isinstance(node, Question):
-                    yield from self._compose_question(node)
-                else:
-                    yield from self._compose_fix(node)
+            question = s.question
+            if question is not None:
+                yield from self._compose_question(question)
+            else:
+                from trainmedic.export.fixview import walk_fix_view
+
+                with VerticalScroll(id="main"):
+                    hint = "n: this did not help (back to the question) · i: incident report" \
+                        if s.steps else "r: start the tree from its first question"
+                    yield FixPanel(walk_fix_view(s), hint=hint, id="fix")
             yield EvidencePanel(id="evidence")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def _breadcrumb(self) -> Text:
         """Tree title and the path, oldest steps dropped first: the node you are at must show
@@ -111,17 +160,24 @@ class WalkScreen(AppScreen[None]):
 
     def on_resize(self) -> None:
         self.query_one("#crumbs", Static).update(self._breadcrumb())
+        self._place_evidence()
 
     def _compose_question(self, question: Question) -> ComposeResult:
-        yield Static(Text(str(question.question), style="bold"), id="question")
-        if question.help:
-            help_box = Static(Text(str(question.help).rstrip()), id="help")
-            help_box.border_title = "how to check"
-            yield help_box
-        yield OptionList(*self._answer_options(question), id="answers")
-        if self.session.stack:
-            yield Static(Text(f"u returns to {self.session.stack[-1]}", style="dim"),
-                         classes="hint")
+        from textual.containers import Vertical
+
+        with Vertical(id="ask"):
+            yield Static(Text(str(question.question), style="bold"), id="question")
+            with VerticalScroll(id="main"):
+                if question.help:
+                    help_box = Static(Text(str(question.help).rstrip()), id="help")
+                    help_box.border_title = "how to check"
+                    help_box.border_subtitle = "z hides"
+                    help_box.display = self.help_shown
+                    yield help_box
+                yield AnswerList(*self._answer_options(question), id="answers")
+                if self.session.stack:
+                    yield Static(Text(f"u returns to {self.session.stack[-1]}", style="dim"),
+                                 classes="hint")
 
     def _answer_options(self, question: Question) -> list[Option]:
         """One option per answer: its key in a narrow column, the text wrapped beside it."""
@@ -129,11 +185,17 @@ class WalkScreen(AppScreen[None]):
 
         suggested, _ = self.session.suggestion()
         self.suggested_index = suggested
+        tried = self.session.tried_answers()
+        implied = self._implied_answer()
         options = []
         for i, answer in enumerate(question.answers):
             label = Text(str(answer.text))
             if i == suggested:
                 label.append("  ★ suggested", style="bold green")
+            if i == implied:
+                label.append("  ◆ the log pointed here", style="bold cyan")
+            if i in tried:
+                label.append("  ✗ tried: did not help", style="bold red")
             ref = self.session.forest.resolve(self.session.current.tree, answer.goto)
             if ref is not None and ref.tree != self.session.current.tree:
                 label.append(f"  ↪ {ref}", style="dim")
@@ -144,37 +206,25 @@ class WalkScreen(AppScreen[None]):
             options.append(Option(row, id=f"answer-{i}"))
         return options
 
-    def _compose_fix(self, fix: Fix) -> ComposeResult:
-        yield Static(Text.assemble(("FIX  ", "bold reverse"), " ", (str(fix.fix), "bold")),
-                     id="fix-title")
-        yield Static(Text.assemble(("Why  ", "bold"), str(fix.why)), classes="why")
-        number = 0
-        for i, step in enumerate(fix.steps, start=1):
-            yield Static(Text.assemble((f"{i}. ", "bold"), str(step.do)), classes="step")
-            if step.code:
-                number += 1
-                yield CodeBlock(step.code, step.lang, number)
-        if fix.verify:
-            yield Static(Text.assemble(("Verify  ", "bold green"), str(fix.verify)),
-                         classes="verify")
-        if fix.myth:
-            yield Static(Text.assemble(("Myth  ", "bold yellow"), str(fix.myth)), classes="myth")
-        if fix.refs:
-            refs = Text()
-            refs.append("References\n", style="bold")
-            for r in fix.refs:
-                refs.append(f"• {r.title}")
-                if r.url:
-                    refs.append(f"  {r.url}", style="underline")
-                refs.append("\n")
-            yield Static(refs, classes="refs")
-        yield Static(Text("n: this did not help (back to the last question) · i: incident "
-                          "report", style="dim"), classes="hint")
+    def _implied_answer(self) -> int | None:
+        """The answer the tree's own route to the triage finding takes at this question."""
+        if self._log_route is None:
+            self._log_route = {}
+            finding = self.session.triage.finding if self.session.triage is not None else None
+            if finding is not None:
+                from trainmedic.errors import UsageError
+                from trainmedic.walk import route_to
+
+                try:
+                    target = self.session.forest.parse_ref(finding.link)
+                except UsageError:  # a finding whose node the trees no longer have
+                    return None
+                self._log_route = {str(q): i for q, i in route_to(self.session.forest, target)}
+        return self._log_route.get(str(self.session.current))
 
     # -- lifecycle ----------------------------------------------------------------------------
     def on_mount(self) -> None:
-        # A walk opened and left at once is not worth a file; one with triage evidence is.
-        self._after_step(save=bool(self.session.triage or self.session.steps))
+        self._after_step()  # a walk with nothing in it yet is not written (saved_walks)
 
     def _after_step(self, *, save: bool = True) -> None:
         if save:
@@ -192,13 +242,21 @@ class WalkScreen(AppScreen[None]):
         self._after_step(save=False)
 
     def _focus_main(self) -> None:
-        if self.session.question is not None:
-            self.query_one("#answers", OptionList).focus(scroll_visible=False)
+        question = self.session.question
+        if question is not None:
+            answers = self.query_one("#answers", AnswerList)
+            answers.focus(scroll_visible=False)
+            if self._highlight_next is not None and self._highlight_next < len(question.answers):
+                answers.highlighted = self._highlight_next
+            self._highlight_next = None
+            self.call_after_refresh(answers.reveal_highlight)
         else:
-            blocks = self.query(CodeBlock)
+            from trainmedic.tui.widgets.codeblock import CodeBlock
+
+            blocks = self.query_one(FixPanel).query(CodeBlock)
             if blocks:
                 blocks.first().focus(scroll_visible=False)
-        self.query_one("#main", VerticalScroll).scroll_home(animate=False)
+            self.query_one("#main", VerticalScroll).scroll_home(animate=False)
 
     def _update_evidence(self) -> None:
         s = self.session
@@ -207,10 +265,20 @@ class WalkScreen(AppScreen[None]):
         index, lines = s.suggestion()
         if question is not None and index is not None:
             suggestion = (f"{index + 1}. {question.answers[index].text}", lines)
-        history = [f"{step.node}: {e}" for step in s.steps for e in step.evidence]
+        history = [f"{step.node}: {e}" for step in s.steps if not step.implied
+                   for e in step.evidence]
         self.query_one(EvidencePanel).show(probes=s.probes, running=self.running,
                                            suggestion=suggestion, triage=s.triage,
                                            history=history if question is None else None)
+        self._place_evidence()
+
+    def _place_evidence(self) -> None:
+        """Shown when it has something to say and there is room; `v` overrides."""
+        panel = self.query_one(EvidencePanel)
+        wanted = self.evidence_wanted
+        if wanted is None:
+            wanted = not panel.empty and self.app.size.width >= NARROW
+        panel.display = wanted
 
     # -- probes in the background -------------------------------------------------------------
     def _start_probes(self, *, again: bool = False) -> None:
@@ -251,7 +319,9 @@ class WalkScreen(AppScreen[None]):
             q = s.question
             return q is not None and _index(parameters) < len(q.answers)
         if action == "copy":
-            return s.fix is not None and _index(parameters) < len(self.query(CodeBlock))
+            return s.fix is not None and self._has_command(_index(parameters) + 1)
+        if action == "confirm_copy":
+            return s.fix is not None and self.query_one(FixPanel).pending is not None
         if action == "did_not_help":
             return s.fix is not None and bool(s.steps)
         if action == "return":
@@ -259,13 +329,19 @@ class WalkScreen(AppScreen[None]):
         if action == "report":
             return s.fix is not None
         if action == "restart":
-            return bool(s.steps)  # at the first node (or a fix opened from triage) a no-op
+            return bool(s.steps)  # at the first node a no-op
         if action == "launch_command":
             return s.wants_launch_command
         if action == "rerun_probes":
             return s.question is not None and bool(s.question.probes) \
                 and self.app.probes_enabled
+        if action == "toggle_help":
+            return s.question is not None and bool(s.question.help)
         return True
+
+    def _has_command(self, key: int) -> bool:
+        panels = self.query(FixPanel)
+        return bool(panels) and panels.first().step(key) is not None
 
     async def action_answer(self, index: int) -> None:
         if self.session.question is None or index >= len(self.session.question.answers):
@@ -278,28 +354,51 @@ class WalkScreen(AppScreen[None]):
         self.run_worker(self.action_answer(event.option_index), exclusive=True, group="move")
 
     def action_copy(self, index: int) -> None:
-        blocks = list(self.query(CodeBlock))
-        if index < len(blocks):
-            blocks[index].action_copy()
+        self.query_one(FixPanel).copy(index + 1)
+        self.refresh_bindings()
+
+    def action_confirm_copy(self) -> None:
+        self.query_one(FixPanel).confirm()
+        self.refresh_bindings()
 
     async def action_back(self) -> None:
+        answered = self.session.steps[-1].answer if self.session.steps else None
+        undoing = self.session.can_undo_restart
         if not self.session.back():
             self.app.pop_screen()
             return
+        if undoing:
+            self.notify("Restart undone: back where you were.", timeout=3)
+        else:
+            self._highlight_next = answered
         await self._move()
 
     async def action_did_not_help(self) -> None:
-        await self._move(self.session.back_to_question())
+        answered = self.session.steps[-1].answer if self.session.steps else None
+        if self.session.did_not_help():
+            self._highlight_next = answered
+            await self._move()
 
     async def action_restart(self) -> None:
         self.session.restart()
         await self._move()
+        self.notify("Restarted at the first question: esc undoes it.", timeout=4)
 
     async def action_return(self) -> None:
         await self._move(self.session.return_from_link())
 
     def action_rerun_probes(self) -> None:
         self._start_probes(again=True)
+
+    def action_toggle_help(self) -> None:
+        self.help_shown = not self.help_shown
+        for box in self.query("#help"):
+            box.display = self.help_shown
+
+    def action_toggle_evidence(self) -> None:
+        panel = self.query_one(EvidencePanel)
+        self.evidence_wanted = not panel.display
+        self._place_evidence()
 
     def action_launch_command(self) -> None:
         from trainmedic.tui.dialogs.launch_command import LaunchCommandScreen
@@ -319,14 +418,15 @@ class WalkScreen(AppScreen[None]):
         from trainmedic.tui.screens.report import ReportScreen
 
         record = self.session.record()
-        self.app.push_screen(ReportScreen(record.id, render_report(record, self.session.forest)))
+        self.app.push_screen(ReportScreen(record.id, render_report(
+            record, self.session.forest, in_app=True)))
 
     def _refresh_suggestions(self) -> None:
         """New probe results: redraw the evidence and the "suggested" mark, keeping the cursor."""
         self._update_evidence()
         question = self.session.question
         if question is not None:
-            answers = self.query_one("#answers", OptionList)
+            answers = self.query_one("#answers", AnswerList)
             highlighted = answers.highlighted
             answers.set_options(self._answer_options(question))
             answers.highlighted = highlighted
@@ -342,6 +442,11 @@ class WalkScreen(AppScreen[None]):
 
     def action_home(self) -> None:
         self.app.go_home()
+
+    @property
+    def mid_walk(self) -> bool:
+        """Answers given and no fix reached yet: quitting asks first."""
+        return bool(self.session.steps) and self.session.fix is None
 
 
 def _index(parameters: tuple[object, ...]) -> int:

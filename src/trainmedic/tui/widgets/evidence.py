@@ -1,10 +1,16 @@
-"""The side panel: what the machine and the log say, next to the question being answered."""
+"""The side panel: what the machine and the log say, next to the question being answered.
+
+It scrolls on its own and takes focus (tab), so a long triage excerpt never hides the probes
+below it; the walk hides it while it has nothing to say, so the question gets the width.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 if TYPE_CHECKING:
@@ -16,10 +22,20 @@ STATUS_MARK = {"ok": ("ok  ", "green"), "warn": ("WARN", "yellow"),
                "fail": ("FAIL", "red"), "unavailable": ("n/a ", "dim"),
                "unknown": ("??  ", "magenta")}
 SHOWN_EVIDENCE = 6
+EMPTY = ("No evidence yet: what the probes of a question find, and the log lines a triage "
+         "matched, appear here.")
 
 
-class EvidencePanel(Static):
+class EvidencePanel(VerticalScroll, can_focus=True):
     """Probe statuses, the suggestion with its evidence, and the triage finding."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]  # Widget's own keywords
+        self.empty = True
+        self.text = Text()
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(EMPTY, style="dim"), id="evidence-text")
 
     def show(self, *, probes: list[ProbeResult], running: list[str],
              suggestion: tuple[str, list[str]] | None, triage: TriageAttachment | None,
@@ -27,7 +43,8 @@ class EvidencePanel(Static):
         text = Text()
         finding = triage.finding if triage is not None else None
         if finding is not None:
-            text.append("Log triage\n", style="bold")
+            text.append("Log triage", style="bold")
+            text.append(f"  {finding.kind}, {round(finding.confidence * 100)}%\n", style="dim")
             text.append(finding.summary + "\n")
             for e in finding.evidence[:SHOWN_EVIDENCE]:
                 text.append(f"  {e.where}: {e.text}\n", style="italic")
@@ -53,8 +70,7 @@ class EvidencePanel(Static):
             text.append("Evidence on the way\n", style="bold")
             for line in history:
                 text.append(f"  {line}\n")
-        if not text.plain:
-            text.append("No evidence yet.\n", style="dim")
-            text.append("Probes run when a question has rules; log triage adds the lines it "
-                        "matched.", style="dim")
-        self.update(text)
+        text.rstrip()
+        self.empty = not text.plain
+        self.text = text if text.plain else Text(EMPTY, style="dim")
+        self.query_one("#evidence-text", Static).update(self.text)

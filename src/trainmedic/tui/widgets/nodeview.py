@@ -1,19 +1,20 @@
-"""A node rendered read-only (browse): the question and where each answer leads, or the fix."""
+"""A question rendered read-only (browse): the question, how to check, where each answer leads.
+
+A fix is shown by `FixPanel`, the same widget as the walk's fix screen.
+"""
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
 from rich.text import Text
 
-from trainmedic.trees import Fix, Forest, Ref
+from trainmedic.trees import Forest, Question, Ref
 
 
-def render_node(forest: Forest, ref: Ref) -> RenderableType:
+def render_question(forest: Forest, ref: Ref) -> Text:
     node = forest.node(ref)
+    assert isinstance(node, Question)
     head = Text()
     head.append(f"{ref}\n", style="dim")
-    if isinstance(node, Fix):
-        return Group(head, *_fix_parts(node))
     head.append(str(node.question) + "\n", style="bold")
     if node.help:
         head.append("\n" + str(node.help).rstrip() + "\n", style="italic")
@@ -23,29 +24,10 @@ def render_node(forest: Forest, ref: Ref) -> RenderableType:
         head.append(f"{i}. ", style="bold")
         head.append(str(answer.text))
         head.append(f"  → {target or answer.goto}\n", style="dim")
-        for rule in answer.when:
-            head.append(f"     suggested when {rule}\n", style="green")
+        if answer.when:
+            rules = " and ".join(str(rule) for rule in answer.when)
+            head.append(f"     suggested by the probes when {rules}\n", style="green")
     if node.source:
         head.append(f"\nsource: {'; '.join(node.source)}\n", style="dim")
+    head.rstrip()
     return head
-
-
-def _fix_parts(fix: Fix) -> list[RenderableType]:
-    from rich.syntax import Syntax
-
-    parts: list[RenderableType] = [
-        Text.assemble(("FIX  ", "bold reverse"), " ", (str(fix.fix), "bold"), "\n"),
-        Text.assemble(("Why  ", "bold"), str(fix.why), "\n"),
-    ]
-    for i, step in enumerate(fix.steps, start=1):
-        parts.append(Text.assemble((f"{i}. ", "bold"), str(step.do)))
-        if step.code:
-            parts.append(Syntax(step.code.rstrip("\n"), step.lang or "bash", theme="ansi_dark",
-                                word_wrap=True, background_color="default", padding=(0, 0, 0, 3)))
-    if fix.verify:
-        parts.append(Text.assemble("\n", ("Verify  ", "bold green"), str(fix.verify)))
-    if fix.myth:
-        parts.append(Text.assemble("\n", ("Myth  ", "bold yellow"), str(fix.myth)))
-    for r in fix.refs:
-        parts.append(Text(f"• {r.title}" + (f"  {r.url}" if r.url else "")))
-    return parts
