@@ -175,5 +175,6 @@ def test_lint_imports_only_what_it_needs(tmp_path):
     assert "trainmedic.commands.lint_cache" in remembered
     assert not {m for m in remembered if m.split(".")[0] in ("yaml", "networkx", "rich",
                                                              "textual", "pickle")}
-    assert not {m for m in remembered if m.startswith(("trainmedic.trees.", "trainmedic.probes"))
+    assert not {m for m in remembered if m.startswith(("trainmedic.trees.", "trainmedic.probes",
+                                                       "trainmedic.triage"))
                 and m not in ("trainmedic.trees.paths", "trainmedic.trees.problems")}
