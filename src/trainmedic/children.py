@@ -132,10 +132,12 @@ def stop(proc: subprocess.Popen[Any], grace: float = 0.0) -> None:
 def stop_all(grace: float = 0.0) -> None:
     """Stop every registered child's group: SIGTERM to all first (when `grace`), then, after
     at most `grace` seconds, SIGKILL to what is left."""
-    import subprocess
-
     with _lock:
         live = list(_live.values())
+    if not live:
+        return
+    import subprocess  # already imported: a child was started
+
     if grace > 0:
         for proc in live:
             _signal_group(proc, signal.SIGTERM)
