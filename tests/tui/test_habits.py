@@ -135,7 +135,7 @@ def test_footer_leaves_no_stray_character_at_narrow_widths():
         app = make_app()
         async with app.run_test(size=(60, 20)) as pilot:
             await pilot.pause()
-            for keys in ((), ("ctrl+b",), ("escape", *"mem", "enter")):
+            for keys in ((), ("ctrl+b",), ("escape", *"mem", "enter"), ("escape", "ctrl+r")):
                 await pilot.press(*keys)
                 await pilot.pause()
                 narrow = screen_text(app)[-1]

@@ -18,11 +18,12 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.timer import Timer
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from trainmedic.tui.base import PROBES_OFF, AppScreen
 from trainmedic.tui.served import served_on
 from trainmedic.tui.widgets.evidence import STATUS_MARK
+from trainmedic.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
     from trainmedic.probes.base import ProbeContext, ProbeResult
@@ -98,7 +99,7 @@ class ProbesScreen(AppScreen[None]):
                      id="titlebar")
         with VerticalScroll(id="probe-results"):
             yield Static(id="probe-table")
-        yield Footer(compact=True)
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.action_run()
