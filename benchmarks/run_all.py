@@ -19,12 +19,13 @@ HERE = Path(__file__).resolve().parent
 
 # script, full-size arguments, quick arguments, the budget it checks
 BENCHMARKS = [
-    ("lint_scale.py", [], ["--runs", "5"], "lint within 1.3x of importing yaml+networkx; linear"),
+    ("lint_scale.py", [], ["--runs", "5"],
+     "lint (every check run) within 1.3x of importing yaml+networkx; linear"),
     ("tui_startup.py", [], ["--runs", "7"], "first painted home within 1.15x of a minimal app"),
     ("triage_throughput.py", ["--size", "2G"], ["--size", "200M"], ">= 0.5x grep -E -c"),
     ("probes_hang.py", [], [], "all probes within about one timeout, however many hang"),
     ("cluster_512.py", [], [], "512 nodes aggregate in bounded time and memory"),
-    ("memory_speed.py", [], [], "memory --json start-up vs a bare Python start"),
+    ("memory_speed.py", [], ["--runs", "7"], "memory --json within a bare Python start + 50 ms"),
     ("hostile_input.py", [], ["--quick"], "1 MB line < 1 s, 2 GB line < 100 MiB, linear export"),
     ("memory_accuracy.py", [], [], "allocated model vs Megatron CI peaks: issue 17's floor"),
     ("completion_speed.py", [], ["--runs", "5"], "a Tab (`__complete`) under 100 ms"),
@@ -43,7 +44,7 @@ def main() -> int:
                                                                         else full)],
                                 capture_output=True, text=True, check=False)
         output = (result.stdout + result.stderr).rstrip().splitlines()
-        for line in output[-4:]:
+        for line in output[-5:]:
             print(f"   {line}")
         print(f"   ({time.perf_counter() - start:.0f} s, exit {result.returncode})", flush=True)
         failed += result.returncode != 0

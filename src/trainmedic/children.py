@@ -24,12 +24,17 @@ import atexit
 import contextlib
 import os
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import subprocess
+# `subprocess` itself is imported where a child is started or stopped: every command imports
+# this module at start-up (the signal handlers), most never start a child.
+DEVNULL = -3  # subprocess.DEVNULL
 
 OUTPUT_LIMIT = 16 << 20  # bytes of stdout (and of stderr) `run` keeps; a tool that prints more
 TERM_GRACE_S = 3.0  # how long a child asked to stop (SIGTERM) may take before SIGKILL
@@ -55,10 +60,12 @@ class Finished:
     duration_s: float
 
 
-def spawn(argv: Sequence[str], *, stdin: int | IO[Any] | None = subprocess.DEVNULL,
+def spawn(argv: Sequence[str], *, stdin: int | IO[Any] | None = DEVNULL,
           env: dict[str, str] | None = None, text: bool = False) -> subprocess.Popen[Any]:
     """Start `argv` (never through a shell) in its own session, stdout and stderr piped, and
     register it. OSError when it cannot start (or when trainmedic is ending)."""
+    import subprocess
+
     global _starting, _main_starting
     if _stopping:
         raise OSError("trainmedic is stopping")
@@ -108,6 +115,8 @@ def _signal_group(proc: subprocess.Popen[Any], sig: int) -> bool:
 def stop(proc: subprocess.Popen[Any], grace: float = 0.0) -> None:
     """Stop the child's whole group: SIGTERM and up to `grace` seconds to end (when `grace`),
     then SIGKILL; reap it if it dies within REAP_S, and forget it."""
+    import subprocess
+
     try:
         if grace > 0 and _signal_group(proc, signal.SIGTERM):
             with contextlib.suppress(subprocess.TimeoutExpired):
@@ -125,6 +134,10 @@ def stop_all(grace: float = 0.0) -> None:
     at most `grace` seconds, SIGKILL to what is left."""
     with _lock:
         live = list(_live.values())
+    if not live:
+        return
+    import subprocess  # already imported: a child was started
+
     if grace > 0:
         for proc in live:
             _signal_group(proc, signal.SIGTERM)
@@ -177,6 +190,8 @@ def run(argv: Sequence[str], timeout: float, *, env: dict[str, str] | None = Non
     """Run `argv` to its end or for at most `timeout` seconds, keeping at most `limit` bytes of
     each output. OSError when it cannot start; KeyboardInterrupt (and anything else) stops it
     before propagating."""
+    import subprocess
+
     started = time.monotonic()
     proc = spawn(argv, env=env)
     out: list[bytes] = []

@@ -73,6 +73,48 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
         os.close(fd)
 
 
+def private_stat(info: os.stat_result) -> bool:
+    """Owned by this user, writable by nobody else (always true where there are no owners)."""
+    if not hasattr(os, "geteuid"):
+        return True
+    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def private_folder(folder: Path) -> bool:
+    """A folder (not a link to one) that only this user can change."""
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and private_stat(info)
+
+
+def read_private(path: Path, limit: int) -> bytes:
+    """The bytes of a file of trainmedic's own that only this user can have written: a regular
+    file (not a link), in a folder that is `private_folder`, under one that is too, owned by this
+    user, writable by nobody else, of at most `limit` bytes. OSError otherwise.
+
+    For what trainmedic trusts without checking again (a cached result): a file someone else
+    could plant or swap is never read."""
+    if not (private_folder(path.parent.parent) and private_folder(path.parent)):
+        raise OSError(errno.EPERM, "folder others can write", str(path))
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not (stat.S_ISREG(info.st_mode) and private_stat(info)):
+            raise OSError(errno.EPERM, "not a private regular file", str(path))
+        if info.st_size > limit:
+            raise TooLarge(path, info.st_size, limit)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise TooLarge(path, len(data), limit)
+    return data
+
+
 def written_by_trainmedic(path: Path) -> bool:
     """Whether a regular file carries trainmedic's marker near its top (never follows links)."""
     try:
@@ -109,10 +151,12 @@ def check_target(path: Path, *, force: bool) -> None:
 
 
 def write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE,
-                target: Literal["user", "state"] = "user", force: bool = False) -> Path:
+                target: Literal["user", "state"] = "user", force: bool = False,
+                durable: bool = True) -> Path:
     """Write `data` atomically. `target="user"`: a name the user gave (checked by check_target);
     `"state"`: a file in trainmedic's own folders, replaced whatever it is (the rename replaces a
-    link, it never writes through one)."""
+    link, it never writes through one). `durable=False` skips the fsyncs, for a cache: after a
+    power cut its file may be the old one or empty, never a mix of two."""
     path = Path(path)
     if target == "user":
         check_target(path, force=force)
@@ -124,7 +168,8 @@ def write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE,
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
         if hasattr(os, "fchmod"):
             os.fchmod(fd, mode)
         os.close(fd)
@@ -137,21 +182,25 @@ def write_bytes(path: Path, data: bytes, *, mode: int = PRIVATE,
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    fsync_dir(folder)
+    if durable:
+        fsync_dir(folder)
     return path
 
 
 def write_text(path: Path, text: str, *, mode: int = PRIVATE,
-               target: Literal["user", "state"] = "user", force: bool = False) -> Path:
+               target: Literal["user", "state"] = "user", force: bool = False,
+               durable: bool = True) -> Path:
     """`write_bytes` of UTF-8 text with LF line ends."""
-    return write_bytes(path, text.encode("utf-8"), mode=mode, target=target, force=force)
+    return write_bytes(path, text.encode("utf-8"), mode=mode, target=target, force=force,
+                       durable=durable)
 
 
 def write_json(path: Path, data: Any, *, mode: int = PRIVATE,
-               target: Literal["user", "state"] = "state", force: bool = False) -> Path:
+               target: Literal["user", "state"] = "state", force: bool = False,
+               durable: bool = True) -> Path:
     """Serialise first (unserialisable data never touches the disk), then `write_bytes`."""
     text = json.dumps(data, indent=1, ensure_ascii=False)
-    return write_text(path, text, mode=mode, target=target, force=force)
+    return write_text(path, text, mode=mode, target=target, force=force, durable=durable)
 
 
 def write_output(path: Path, content: str, *, force: bool, private: bool) -> Path:

@@ -1,10 +1,10 @@
 """Every place trainmedic keeps files, and the one way it writes them (atomically).
 
 One owner for paths on disk: saved walks and the last cluster sweep under the state folder
-(`$XDG_STATE_HOME/trainmedic`), the home screen's tree cards and the parsed-tree cache under the
-cache folder (`$XDG_CACHE_HOME/trainmedic`). A write goes to a temporary file in the same folder,
-is fsynced and then renamed over the old one, so a kill (or a dropped SSH connection) in the
-middle of a write leaves the previous file whole.
+(`$XDG_STATE_HOME/trainmedic`), the home screen's tree cards, the parsed-tree cache and lint's
+results under the cache folder (`$XDG_CACHE_HOME/trainmedic`). A write goes to a temporary file
+in the same folder, is fsynced and then renamed over the old one, so a kill (or a dropped SSH
+connection) in the middle of a write leaves the previous file whole.
 """
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ def home_cards_path() -> Path:
 def tree_cache_dir() -> Path:
     """Parsed tree files, one entry per file."""
     return cache_dir() / "trees"
+
+
+def lint_results_path() -> Path:
+    """`trainmedic lint`'s recent results, each under the key of what it was computed from."""
+    return cache_dir() / "lint" / "results.json"
 
 
 def write_json_atomic(path: Path, data: Any) -> None:  # Any: whatever json.dumps takes

@@ -49,6 +49,8 @@ def _visible(match: re.Match[str]) -> str:
 
 def has_controls(text: str) -> bool:
     """True when `inert` would change the text (a CRLF line end does not count)."""
+    if text.isprintable():  # every character `inert` escapes is unprintable: no search needed
+        return False
     return any(not m[1] for m in _UNSAFE.finditer(text))
 
 

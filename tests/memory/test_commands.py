@@ -156,6 +156,22 @@ def test_memory_never_imports_textual():
     assert done.returncode == 0, done.stderr
 
 
+def test_memory_json_imports_only_the_model():
+    # the calculator starts in about a bare Python start plus 50 ms (benchmarks/memory_speed.py):
+    # no YAML, no trees, no launch-script reader without --script, no child processes
+    code = (
+        "import sys; from trainmedic.cli import main; "
+        f"main(['memory', *{SEED!r}, '--json', '--no-probe']); print(' '.join(sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    loaded = set(done.stdout.split())
+    assert "trainmedic.memory.model" in loaded, done.stderr[-500:]
+    unwanted = {"yaml", "rich", "textual", "subprocess", "trainmedic.trees", "trainmedic.probes",
+                "trainmedic.launch.shell", "trainmedic.launch.script", "trainmedic.triage"}
+    assert not loaded & unwanted
+
+
 def test_preflight_redacts_credentials_in_the_launcher(tmp_path, capsys):
     script = tmp_path / "launch.sh"
     script.write_text(

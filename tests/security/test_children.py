@@ -197,7 +197,7 @@ def test_a_signal_while_the_main_thread_starts_a_child_waits_until_it_is_known(f
         children._on_signal(signal.SIGINT, None)  # Ctrl-C before spawn has registered it
         return proc
 
-    monkeypatch.setattr(children.subprocess, "Popen", popen)
+    monkeypatch.setattr(subprocess, "Popen", popen)
     with pytest.raises(KeyboardInterrupt):
         children.spawn([str(folder / "nvidia-smi")])
     (pid,) = children.running()  # known before the interrupt went on
@@ -218,7 +218,7 @@ def test_shutdown_waits_for_a_child_another_thread_is_starting(fakes, monkeypatc
         time.sleep(0.3)  # not yet registered when shutdown begins
         return proc
 
-    monkeypatch.setattr(children.subprocess, "Popen", slow_popen)
+    monkeypatch.setattr(subprocess, "Popen", slow_popen)
     worker = threading.Thread(target=children.spawn, args=([str(folder / "ssh")],))
     worker.start()
     forked.wait(10)

@@ -28,6 +28,15 @@ def test_every_control_and_format_character_is_made_visible():
     assert not missed
 
 
+def test_printable_text_holds_nothing_to_escape():
+    # `inert`, `inert_line` and `has_controls` answer printable text without a search: that is
+    # only right while no character they escape is printable. The "\n" makes the text
+    # unprintable, so the search itself runs over every printable character.
+    printable = "".join(c for c in map(chr, range(sys.maxunicode + 1)) if c.isprintable())
+    assert not has_controls(printable + "\n")
+    assert inert(printable + "\n") == printable + "\n"
+
+
 def test_layout_characters_stay_and_the_result_is_stable():
     assert inert("a\tb\nc\r\n") == "a\tb\nc\r\n"
     assert inert("progress\rdone") == "progress\\rdone"

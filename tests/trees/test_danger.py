@@ -12,8 +12,16 @@ import pytest
 import yaml
 
 from trainmedic.trees import Fix, load_forest
-from trainmedic.trees.danger import PATTERNS, mark_line, placeholders, strip_comments
+from trainmedic.trees.danger import (
+    PATTERNS,
+    mark_line,
+    matches,
+    placeholders,
+    required_words,
+    strip_comments,
+)
 from trainmedic.trees.lint import lint_forest
+from trainmedic.trees.model import Source, Step, Text
 from trainmedic.trees.schema import tree_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -282,3 +290,44 @@ def test_the_incident_report_prints_the_mark_before_the_command():
             "cannot be recovered.**")
     assert mark in page
     assert page.index(mark) < page.index("xargs -r rm -rf")
+
+
+def _by_every_regex(code: str, lang: str = "bash") -> list[str]:
+    """The table's patterns a command matches, found the slow way (every regex searched)."""
+    code = strip_comments(code, lang)
+    return [p.name for p in PATTERNS if p.regex.search(code)]
+
+
+def test_the_words_prefilter_finds_what_every_regex_finds():
+    # lint passes over a step that holds none of a pattern's words without searching; that
+    # must never miss a match: every built-in step, the samples, and text where IGNORECASE
+    # matches a non-ASCII letter to an ASCII one (the long s, the Kelvin sign)
+    commands = [(s.code, s.lang) for tree in load_forest().trees.values()
+                for fix in tree.fixes() for s in fix.steps if s.code]
+    commands += [(c, "bash") for c, _kind, _needs in SAMPLES]
+    commands += [("\u017fudo reboot", "bash"), ("\u212aill -9 1234", "bash"),
+                 ("SUDO REBOOT", "bash"), ("echo 'rm -rf /' # not run", "bash")]
+    assert all(p.words for p in PATTERNS)  # the prefilter has something to go on
+    for code, lang in commands:
+        step = Step(do=Text("x"), code=code, lang=lang, src=Source("t.yaml", 1))
+        assert [p.name for p in matches(step)] == _by_every_regex(code, lang), code
+    assert [p.name for p in matches(Step(do=Text("x"), code="\u017fudo reboot", lang="bash",
+                                         src=Source("t.yaml", 1)))] == ["reboot", "sudo"]
+
+
+@pytest.mark.parametrize(("pattern", "words"), [
+    (r"\bsysctl\s+(-\w+\s+)*(-w|--write)\b", {"sysctl"}),
+    (r"(?:^|[\s;&|(`])kill\s+(-\S+\s+)*(<|\$|%|\d)", {"kill"}),
+    (r"(?<![\w-])(reboot|poweroff|shutdown\s+-r)\b", {"reboot", "poweroff", "shutdown"}),
+    (r"(ab)+c?", {"ab"}),
+    (r"x*(y|z?)", set()),  # nothing is required: every step is searched
+    (r"\u212aelvin", {"elvin"}),  # a non-ASCII letter is never a word (IGNORECASE: it is "k")
+])
+def test_required_words_are_read_from_the_regex(pattern, words):
+    assert required_words(pattern) == words
+
+
+def test_line_ends_read_the_same_with_or_without_a_comment():
+    # a vertical tab ends a line as "\n" does: `[^\n;|&]*` must not run across it
+    assert strip_comments("nvidia-smi -q\x0b-r", "bash") == "nvidia-smi -q\n-r"
+    assert strip_comments("nvidia-smi -q # x\x0b-r", "bash") == "nvidia-smi -q \n-r"

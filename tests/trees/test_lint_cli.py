@@ -68,7 +68,8 @@ def test_user_tree_links_into_builtin_forest(tmp_path: Path) -> None:
 
 
 def test_lint_never_imports_textual() -> None:
-    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
+    # caches off: every check runs (a remembered result would import less still)
+    env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1", "TRAINMEDIC_NO_CACHE": "1"}
     result = subprocess.run([sys.executable, "-X", "importtime", "-m", "trainmedic", "lint"],
                             cwd=ROOT, capture_output=True, text=True, env=env, timeout=60)
     imported = {line.split("|")[-1].strip() for line in result.stderr.splitlines()

@@ -7,8 +7,8 @@ NCCL_SOCKET_IFNAME on a multi-NIC node of a multi-node job...). Megatron's own c
 divisibility, the memory estimate) live in `trainmedic.memory` and need Megatron's arguments;
 here is everything that does not.
 
-Every check is one `Check`: a name, pass/warn/fail/skip and one line; `to_dict()` is the `--json`
-form. `skip` says plainly that a check could not run, and why.
+Every check is one `Check` (`trainmedic.launch.check`): a name, pass/warn/fail/skip and one
+line; `to_dict()` is the `--json` form. `skip` says plainly that a check could not run, and why.
 """
 
 from __future__ import annotations
@@ -16,15 +16,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
+from trainmedic.launch.check import Check
 from trainmedic.launch.launcher import Launch, count, option
 from trainmedic.launch.script import TrainingCommand
 
-CheckStatus = Literal["pass", "warn", "fail", "skip"]
-_STATUSES: tuple[CheckStatus, ...] = ("pass", "warn", "fail", "skip")
 MAX_CONFIG_BYTES = 1024 * 1024
 # HF TrainingArguments defaults, used where a DeepSpeed config says "auto" and the command line
 # does not give the value (transformers' TrainingArguments: per_device_train_batch_size=8,
@@ -32,24 +29,6 @@ MAX_CONFIG_BYTES = 1024 * 1024
 HF_DEFAULTS = {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1}
 # NCCL skips these by default when it picks a socket interface (NCCL docs, NCCL_SOCKET_IFNAME)
 _NCCL_SKIPPED = ("lo", "docker")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One line of the preflight checklist."""
-
-    name: str
-    status: CheckStatus
-    message: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"name": self.name, "status": self.status, "message": self.message}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> Check:
-        """Tolerant: an unknown status reads as a warning, missing text as empty."""
-        status: CheckStatus = next((s for s in _STATUSES if s == data.get("status")), "warn")
-        return cls(str(data.get("name", "")), status, str(data.get("message", "")))
 
 
 # -- the launcher --------------------------------------------------------------------------

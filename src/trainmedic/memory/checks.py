@@ -1,13 +1,13 @@
 """Configuration checks that make Megatron fail at launch, or silently do something else.
 
-Every check, here, in the launcher and environment checks (`trainmedic.launch.checks`, which
-defines `Check`) and in preflight's memory verdict, is one `Check`: a name, pass/warn/fail/skip
-and one line; `to_dict()` is the `--json` form.
+Every check, here, in the launcher and environment checks (`trainmedic.launch.checks`) and in
+preflight's memory verdict, is one `Check` (`trainmedic.launch.check`): a name,
+pass/warn/fail/skip and one line; `to_dict()` is the `--json` form.
 """
 
 from __future__ import annotations
 
-from trainmedic.launch.checks import Check, CheckStatus
+from trainmedic.launch.check import Check, CheckStatus
 from trainmedic.memory.config import MemoryConfig
 from trainmedic.memory.layout import effective_layer_count
 

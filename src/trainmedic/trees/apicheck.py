@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import Literal
 
 from trainmedic.trees import apilists
@@ -39,8 +40,13 @@ DS_MARKERS = ('"zero_optimization"', '"offload_optimizer"', '"offload_param"',
 DS_TOKEN_RE = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)"\s*:\s*(\{)?|\{|\}')
 SHELL_LANGS = ("bash", "text", "console")
 FLAG_LISTS = ("megatron-lm", "megatron-deepspeed")
-# A text without any of these holds no variable this module checks: a cheap test first.
+# A text without any of these holds no variable this module checks: a cheap test first (and
+# cheaper still: every one holds "_", which most prose does not).
 _ENV_HINTS = ("NCCL_", "TORCH_", "NVTE_", "PYTORCH_")
+
+
+def _may_name_env(text: str) -> bool:
+    return "_" in text and any(h in text for h in _ENV_HINTS)
 
 
 @dataclass(frozen=True)
@@ -80,7 +86,8 @@ def _check_tree(tree: Tree) -> list[Problem]:
             for text in prose:
                 out += _prose_env(file, line, str(text), "")
             if node.help:
-                out += _command_env(file, _lines(str(node.help), line, line_known=False), "", "")
+                out += _command_env(file, _lines(str(node.help), line, line_known=False), "",
+                                    None)
         else:
             out += _check_fix(file, node)
     return out
@@ -89,8 +96,6 @@ def _check_tree(tree: Tree) -> list[Problem]:
 def _check_fix(file: str, fix: Fix) -> list[Problem]:
     out: list[Problem] = []
     myth = str(fix.myth or "")
-    node_text = " ".join([str(fix.why), str(fix.verify or ""),
-                          *(f"{s.do} {s.code or ''}" for s in fix.steps)])
     for text in (fix.fix, fix.why, fix.verify):
         if text:
             out += _prose_env(file, fix.src.line, str(text), myth)
@@ -101,17 +106,18 @@ def _check_fix(file: str, fix: Fix) -> list[Problem]:
         if not step.code:
             continue
         lines = _lines(step.code, step.code_line or step.src.line, line_known=bool(step.code_line))
-        out += _command_env(file, lines, myth, node_text)
+        out += _command_env(file, lines, myth, fix)
         context = _declared(fix, step)
         if context and context.framework == "nccl" and context.versions.low:
             out += _nccl_versions(file, lines, context)
         if step.lang in SHELL_LANGS and (context is None or context.framework in FLAG_LISTS):
-            found = list(_megatron_flags(lines))
+            # every flag starts with "--": a command without one has none to check
+            found = list(_megatron_flags(lines)) if "--" in step.code else []
             if found and (context is None or context.framework == "megatron-lm"):
                 megatron_like = True
                 used += found
             out += _check_flags(file, [(n, f) for n, f, _v in found], context)
-        if any(marker in step.code for marker in DS_MARKERS) or (
+        if ('"' in step.code and any(marker in step.code for marker in DS_MARKERS)) or (
                 context and context.framework == "deepspeed" and step.lang == "json"):
             out += _deepspeed_keys(file, lines)
     if megatron_like:
@@ -140,6 +146,8 @@ def _lines(text: str, first: int, *, line_known: bool) -> list[tuple[int, str]]:
 
 
 def _strip_comment(line: str) -> str:
+    if "#" not in line:
+        return line
     if line.lstrip().startswith("#"):
         return ""
     return re.split(r"\s#", line, maxsplit=1)[0]
@@ -235,13 +243,18 @@ def _megatron_problem(flag: str, context: Context
             hint = f"; did you mean {close[0]}?" if close else ""
         return "error", f"unknown Megatron flag {flag} (not in core {mlm.span}){hint}"
     presence = mlm.presence(flag)
-    inside = [v for v in presence if context.versions.contains(v)]
+    inside = list(_within(context.versions, tuple(presence)))
     missing = [v for v in inside if presence[v] is False]
     if missing:
         return "error", _version_message(flag, presence, inside, missing, context)
     if flag in mlm.deprecated:
         return "warning", f"Megatron flag {flag} is deprecated: {mlm.deprecated[flag]}"
     return "error", None
+
+
+@cache  # every flag of a fix asks about the same versions and range
+def _within(versions: VersionRange, points: tuple[Version, ...]) -> tuple[Version, ...]:
+    return tuple(v for v in points if versions.contains(v))
 
 
 def _version_message(flag: str, presence: dict[apilists.Version, bool | None],
@@ -300,7 +313,7 @@ def _unknown_env(name: str) -> str:
 
 def _prose_env(file: str, line: int, text: str, myth: str) -> list[Problem]:
     """In prose, a name must exist, or be a known myth (being discussed)."""
-    if not any(h in text for h in _ENV_HINTS):
+    if not _may_name_env(text):
         return []
     env = apilists.env_variables()
     out = []
@@ -311,14 +324,15 @@ def _prose_env(file: str, line: int, text: str, myth: str) -> list[Problem]:
     return out
 
 
-def _command_env(file: str, lines: list[tuple[int, str]], myth: str, node_text: str
+def _command_env(file: str, lines: list[tuple[int, str]], myth: str, fix: Fix | None
                  ) -> list[Problem]:
     """In a command, a name must be read by a library, not removed, not a myth (unless the
-    node's myth names it or the command unsets it)."""
+    node's myth names it or the command unsets it); an old name is fine where the fix also
+    writes the new one."""
     env = apilists.env_variables()
     out = []
     for number, raw in lines:
-        if not any(h in raw for h in _ENV_HINTS) or raw.lstrip().startswith("unset "):
+        if not _may_name_env(raw) or raw.lstrip().startswith("unset "):
             continue
         for name in dict.fromkeys(ENV_RE.findall(raw)):
             if name in env.myths:
@@ -332,10 +346,17 @@ def _command_env(file: str, lines: list[tuple[int, str]], myth: str, node_text: 
                                    f"{name} is no longer read ({gone['why']}); use {gone['use']}"))
             elif name not in env.known:
                 out.append(Problem(file, number, "error", _unknown_env(name)))
-            elif name in env.old_names and env.old_names[name] not in node_text:
+            elif name in env.old_names and env.old_names[name] not in _node_text(fix):
                 out.append(Problem(file, number, "warning", f"{name} is an old name, still read "
                                    f"with a deprecation warning; use {env.old_names[name]}"))
     return out
+
+
+def _node_text(fix: Fix | None) -> str:
+    if fix is None:
+        return ""
+    return " ".join([str(fix.why), str(fix.verify or ""),
+                     *(f"{s.do} {s.code or ''}" for s in fix.steps)])
 
 
 def _nccl_versions(file: str, lines: list[tuple[int, str]], context: Context) -> list[Problem]:
@@ -370,8 +391,11 @@ def _env_conflicts(file: str, fix: Fix) -> list[Problem]:
         return VersionRange.parse(targets.versions) if targets.versions else mlm.default_range
 
     fix_range = megatron_range(fix.targets)
+    written = " ".join([str(fix.verify or ""), *(f"{s.do} {s.code or ''}" for s in fix.steps)])
     out = []
     for conflict in mlm.env_conflicts:
+        if not any(name in written for name in conflict["variables"]):
+            continue  # the pattern below needs one of the names, written out
         since = apilists.parse_version(conflict["since"])
         pattern = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(conflict["variables"]) + r")=")
 

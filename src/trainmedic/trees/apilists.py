@@ -20,6 +20,7 @@ DATA_DIR = Path(__file__).resolve().parent / "apidata"
 Version = tuple[int, ...]
 
 
+@cache  # the lists repeat a handful of versions thousands of times
 def parse_version(text: str) -> Version:
     return tuple(int(part) for part in re.findall(r"\d+", text))
 
@@ -93,6 +94,9 @@ class MegatronFlags:
     deprecated: dict[str, str]
     env_conflicts: list[dict[str, Any]]
     requires: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # flag -> `presence(flag)`, worked out once: lint asks again for every use of a flag
+    _presence: dict[str, dict[Version, bool | None]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     @property
     def span(self) -> str:
@@ -108,7 +112,14 @@ class MegatronFlags:
         return flag in self.flags or flag in self.facts
 
     def presence(self, flag: str) -> dict[Version, bool | None]:
-        """For each pinned version (and `newer`): True, False, or None when not known."""
+        """For each pinned version (and `newer`): True, False, or None when not known.
+        The same dict for the same flag: read it, never change it."""
+        known = self._presence.get(flag)
+        if known is None:
+            known = self._presence[flag] = self._work_out_presence(flag)
+        return known
+
+    def _work_out_presence(self, flag: str) -> dict[Version, bool | None]:
         facts = self.facts.get(flag, {})
         points: dict[Version, bool] = {v: v in self.flags.get(flag, set())
                                        for v in self.snapshots}

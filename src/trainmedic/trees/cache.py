@@ -1,9 +1,9 @@
 """A per-user cache of parsed tree files, so every start does not re-parse unchanged YAML.
 
-An entry is used only when the file's path, size and modification time, the path shown in
-messages, and the loader's own source files are all unchanged; anything else (a corrupt entry, a
-read-only home, `TRAINMEDIC_NO_CACHE=1`) falls back to parsing. Parsing is the truth: the cache
-only remembers its result.
+An entry is used only when the file's path, size, modification time and bytes (a SHA-1), the
+path shown in messages, and the loader's own source files are all unchanged; anything else (a
+corrupt entry, a read-only home, `TRAINMEDIC_NO_CACHE=1`) falls back to parsing. Parsing is the
+truth: the cache only remembers its result.
 
 Entries are pickles, and unpickling runs code: an entry is only read when it, its folder and the
 folder above are owned by this user and writable by nobody else (a shared or planted
@@ -21,11 +21,11 @@ import contextlib
 import hashlib
 import os
 import pickle
-import stat
 import tempfile
 import time
 from pathlib import Path
 
+from trainmedic.safefile import private_folder, private_stat, read_bounded
 from trainmedic.state import tree_cache_dir
 from trainmedic.trees.model import Tree
 from trainmedic.trees.problems import Problem
@@ -35,6 +35,7 @@ PRUNE_AFTER_S = 30 * 86400.0  # an entry of a tree still in use is re-read, not 
 # pruning it costs one parse a month
 MAX_CACHE_BYTES = 64 << 20
 _STALE_TEMP_S = 3600.0
+_MAX_HASHED = 8 << 20  # a larger file (the loader refuses it) is parsed, never cached
 _pruned: set[Path] = set()  # folders pruned by this process (once is enough)
 _CODE = ("model.py", "loader.py", "spec.py", "yamlsafe.py", "problems.py", "cache.py")
 
@@ -58,15 +59,18 @@ def load_cached(path: Path, shown: str) -> tuple[Tree | None, list[Problem]]:
     try:
         info = path.stat()
         real = str(path.resolve())
-        key = (_FORMAT, _code_stamp(), real, shown, info.st_mtime_ns, info.st_size)
+        # the bytes too: an edit can keep the size and the time (two saves within the file
+        # system's clock tick, `cp -p`, a checkout that restores times)
+        digest = hashlib.sha1(read_bounded(path, _MAX_HASHED)).hexdigest()
+        key = (_FORMAT, _code_stamp(), real, shown, info.st_mtime_ns, info.st_size, digest)
     except OSError:
         return load_tree_file(path, shown)
     entry = tree_cache_dir() / (hashlib.sha1(f"{real}\0{shown}".encode()).hexdigest() + ".pickle")
     try:
-        if _private(entry.parent.parent) and _private(entry.parent):
+        if private_folder(entry.parent.parent) and private_folder(entry.parent):
             fd = os.open(entry, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
             with os.fdopen(fd, "rb") as handle:
-                if _private_stat(os.fstat(handle.fileno())):
+                if private_stat(os.fstat(handle.fileno())):
                     stored_key, result = pickle.load(handle)
                     if stored_key == key:
                         return result
@@ -75,7 +79,7 @@ def load_cached(path: Path, shown: str) -> tuple[Tree | None, list[Problem]]:
     result = load_tree_file(path, shown)
     try:
         entry.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not (_private(entry.parent.parent) and _private(entry.parent)):
+        if not (private_folder(entry.parent.parent) and private_folder(entry.parent)):
             return result  # never write where others could swap the entry
         fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
@@ -117,18 +121,3 @@ def prune(folder: Path, *, keep: Path | None = None, now: float | None = None) -
         with contextlib.suppress(OSError):
             path.unlink()
         total -= size
-
-
-def _private_stat(info: os.stat_result) -> bool:
-    """Owned by this user, writable by nobody else (always true where there are no owners)."""
-    if not hasattr(os, "geteuid"):
-        return True
-    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-
-
-def _private(folder: Path) -> bool:
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return False
-    return stat.S_ISDIR(info.st_mode) and _private_stat(info)

@@ -8,17 +8,22 @@ front end prints before the command, so the warning reads the same everywhere.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from trainmedic.trees import spec
 from trainmedic.trees.model import Danger, Step
 from trainmedic.trees.problems import Problem
 
 if TYPE_CHECKING:
     from trainmedic.trees.forest import Forest
+
+
+# the regex parser (Python 3.11+): a pattern as a tree of operations
+_sre: Any = importlib.import_module("re._parser")
+_REPEATS = {_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT}
 
 
 @dataclass(frozen=True)
@@ -29,10 +34,64 @@ class Pattern:
     regex: re.Pattern[str]
     kind: str | None  # the danger kind a step running it must declare (None: privileged only)
     needs: frozenset[str] = frozenset()
+    # lowercase ASCII words one of which every match contains (empty: none known); read from
+    # the regex itself, so a step holding none of them is passed over without a search
+    words: frozenset[str] = frozenset()
 
 
 def _p(name: str, pattern: str, kind: str | None, *needs: str) -> Pattern:
-    return Pattern(name, re.compile(pattern, re.IGNORECASE), kind, frozenset(needs))
+    return Pattern(name, re.compile(pattern, re.IGNORECASE), kind, frozenset(needs),
+                   required_words(pattern))
+
+
+def required_words(pattern: str) -> frozenset[str]:
+    """Lowercase words one of which every match of `pattern` contains, read from its syntax
+    tree: a run of ASCII literals in sequence, or one word from each branch of an alternation,
+    or the body of a group or of a repeat taken at least once. Empty when there is none.
+
+    Exact on ASCII text, with or without IGNORECASE (which, on ASCII text, matches an ASCII
+    letter only to its other case); a non-ASCII literal ends a run, since IGNORECASE lets, say,
+    the Kelvin sign match a "k".
+    """
+    return frozenset(_required(list(_sre.parse(pattern))) or ())
+
+
+def _required(items: list[Any]) -> set[str] | None:
+    best: set[str] | None = None
+
+    def score(option: set[str]) -> tuple[bool, int, int]:  # the rarer in text, the better
+        shortest = min(map(len, option))
+        return shortest >= 3, -len(option), shortest
+
+    def consider(option: set[str] | None) -> None:
+        nonlocal best
+        if option and (best is None or score(option) > score(best)):
+            best = option
+
+    run = ""
+    for op, arg in items:
+        if op == _sre.LITERAL and arg < 128:
+            run += chr(arg).lower()
+            continue
+        consider({run} if run else None)
+        run = ""
+        if op == _sre.SUBPATTERN:
+            consider(_required(list(arg[-1])))
+        elif op == _sre.ATOMIC_GROUP:
+            consider(_required(list(arg)))
+        elif op == _sre.BRANCH:  # a word from every branch, or nothing
+            options: list[set[str]] = []
+            for branch in arg[1]:
+                required = _required(list(branch))
+                if required is None:
+                    break
+                options.append(required)
+            else:
+                consider(set().union(*options))
+        elif op in _REPEATS and arg[0] >= 1:
+            consider(_required(list(arg[2])))
+    consider({run} if run else None)
+    return best
 
 
 # Matched against a step's code with comments removed. Read-only queries (`nvidia-smi -q`,
@@ -68,6 +127,13 @@ PATTERNS: tuple[Pattern, ...] = (
     _p("sudo", r"(?:^|[\s;&|(`])sudo\s", None, "root"),
 )
 
+# word -> the patterns (by place in the table) that need it; patterns that need no word
+_BY_WORD: dict[str, set[int]] = {}
+for _i, _pattern in enumerate(PATTERNS):
+    for _word in _pattern.words:
+        _BY_WORD.setdefault(_word, set()).add(_i)
+_ALWAYS = frozenset(i for i, p in enumerate(PATTERNS) if not p.words)
+
 # Values that differ on every machine: a dangerous command must take them as placeholders.
 HARD_CODED: tuple[tuple[str, re.Pattern[str], str], ...] = (
     ("a GPU index", re.compile(r"\b(nvidia-smi|dcgmi)\b[^\n;|&]*\s(-i|--id)[\s=]+\d"),
@@ -83,6 +149,8 @@ def strip_comments(code: str, lang: str) -> str:
     """The code without `#` comments, so a comment that says "reboot" is not a reboot."""
     if lang == "json":
         return code
+    if "#" not in code:
+        return "\n".join(code.splitlines())  # as below: the same line ends, no comment
     out = []
     for line in code.splitlines():
         quote = ""
@@ -104,7 +172,12 @@ def matches(step: Step) -> Iterator[Pattern]:
     if not step.code:
         return
     code = strip_comments(step.code, step.lang)
-    for pattern in PATTERNS:
+    candidates: tuple[Pattern, ...] | list[Pattern] = PATTERNS
+    if code.isascii():  # where the words test is exact (see `required_words`)
+        lowered = code.lower()
+        found = {i for word, needing in _BY_WORD.items() if word in lowered for i in needing}
+        candidates = [PATTERNS[i] for i in sorted(found | _ALWAYS)]
+    for pattern in candidates:
         if pattern.regex.search(code):
             yield pattern
 
@@ -148,10 +221,14 @@ def check_danger(forest: Forest) -> list[Problem]:
 
 def placeholders(code: str) -> list[str]:
     """The `<NAME>` values a command leaves to the reader, in order of first use."""
+    from trainmedic.trees import spec  # the key tables: for front ends, not for lint
+
     return list(dict.fromkeys(spec.PLACEHOLDER_RE.findall(code)))
 
 
 def describe_needs(needs: list[str]) -> str:
+    from trainmedic.trees import spec
+
     return ", ".join(spec.NEEDS.get(n, n) for n in needs)
 
 
