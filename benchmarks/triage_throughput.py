@@ -119,21 +119,21 @@ def generate_dense(path: str, size: int) -> None:
 def needles_for(path: str) -> list[str]:
     """The needles triage searches this file for (the scanner's own choice)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
-    from trainmedic.triage.scanner import _MEGATRON_LINE, SNIFF_BYTES
-    from trainmedic.triage.signatures import all_needles, side_needles
+    from trainmedic.triage.scanner import _MEGATRON_LINE, SNIFF_BYTES, Scanner
 
     with open(path, "rb") as f:
         head = f.read(SNIFF_BYTES)
-    return side_needles() if _MEGATRON_LINE.search(head) else all_needles()
+    scanner = Scanner()  # its prefilter needles come from the built-in trees' signatures
+    return scanner.side_needles if _MEGATRON_LINE.search(head) else scanner.needles
 
 
 def grep_pattern(needles: list[str] | None = None) -> str:
     """An ERE equivalent to the needles (the same literals, as one alternation)."""
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
-    from trainmedic.triage.signatures import all_needles
+    from trainmedic.triage.scanner import Scanner
 
     return "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n)
-                    for n in (needles or all_needles()))
+                    for n in (needles or Scanner().needles))
 
 
 def timed(cmd: list[str]) -> tuple[float, int, bytes]:

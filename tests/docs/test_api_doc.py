@@ -88,9 +88,9 @@ def test_walk_matches_the_cli_and_saves_when_asked(folder, monkeypatch):
     from trainmedic.saved_walks import list_walks
 
     monkeypatch.setenv("XDG_STATE_HOME", str(folder / "state"))
-    session = walk("triage", [2, 5], save=True)
+    session = walk("triage", [2, 5, 2], save=True)
     cli = subprocess.run([sys.executable, "-m", "trainmedic", "walk", "triage", "--answers",
-                          "2,5", "--no-probes", "--json"], capture_output=True, text=True,
+                          "2,5,2", "--no-probes", "--json"], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(ROOT / "src"),
                               "XDG_STATE_HOME": str(folder / "cli-state")}, timeout=60)
     import json

@@ -404,16 +404,14 @@ def test_d2_gpu_resets_name_the_nvswitch_caveat_and_take_a_placeholder(forest):
 # --- section 2: question quality --------------------------------------------------------------
 
 def test_s1_no_dead_end_after_an_illegal_memory_access(forest):
-    from trainmedic.triage.signatures import SIGNATURES_BY_ID
-
     xid = _node(forest, "hardware#xid")
     assert any("cannot read the kernel log" in str(a.text) for a in xid.answers)
     assert any("No Xid" in str(a.text) for a in xid.answers)
     died = _node(forest, "triage#died")
     illegal = [a for a in died.answers if "illegal memory access" in str(a.text)]
     assert illegal and all(a.goto == "startup#device-assert" for a in illegal)
-    signature = SIGNATURES_BY_ID["illegal-memory-access"]
-    assert f"{signature.tree}#{signature.node}" == illegal[0].goto
+    signature = next(s for s in forest.signatures() if s.id == "illegal-memory-access")
+    assert signature.link == illegal[0].goto
 
 
 def test_s2_kernel_log_access_is_not_assumed(forest):

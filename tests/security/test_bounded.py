@@ -102,7 +102,10 @@ def test_a_2gb_file_without_newlines_stays_small(tmp_path):
         handle.truncate(2 << 30)  # sparse: no disk used
     done, peak_kib = run_limited(["triage", str(big)], timeout=120)
     assert done.returncode == 2, done.stderr
-    assert "without a line break" in done.stderr and len(done.stderr.splitlines()) == 1
+    # zeros are told apart from a log before reading (triage's sniff), or cut while reading
+    said = done.stderr
+    assert ("without a line break" in said or "binary, not a text log" in said) \
+        and len(said.splitlines()) == 1
     assert peak_kib < 100 * 1024, f"peak RSS {peak_kib} KiB"
 
 

@@ -85,7 +85,8 @@ def documented_keys() -> dict[str, dict[str, bool]]:
     keys of answers, steps, dangers and refs read from their `{a, b?}` lists (`?`: optional)."""
     text = (ROOT / "docs" / "tree-format.md").read_text(encoding="utf-8")
     table = text.split("## Keys", 1)[1]
-    inline = {"answers": "answer", "steps": "step", "danger": "danger", "refs": "ref"}
+    inline = {"answers": "answer", "steps": "step", "danger": "danger", "refs": "ref",
+              "routes": "route"}
     keys: dict[str, dict[str, bool]] = {}
     for line in table.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

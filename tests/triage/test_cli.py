@@ -24,9 +24,9 @@ def test_json_shape_and_exit_one_on_findings(capsys):
     assert code == 1
     f = out["findings"][0]
     assert {"signature", "tree", "node", "confidence", "summary", "evidence", "why"} <= set(f)
-    assert (f["tree"], f["node"]) == ("oom", "fragmentation")
+    assert (f["tree"], f["node"]) == ("oom", "when")
     assert {"file", "line", "text"} <= set(f["evidence"][0])
-    assert {"loss", "ranks"} <= set(out) and out["next"] == "trainmedic walk oom#fragmentation"
+    assert {"loss", "ranks"} <= set(out) and out["next"] == "trainmedic walk oom#when"
 
 
 def test_clean_log_exits_zero(capsys):

@@ -30,7 +30,7 @@ def test_ansi_colour_codes(tmp_path, use_grep):
     data = b"\n".join(NOISE) + b"\n\x1b[1;31m" + OOM + b"\x1b[0m\n"
     report = scan(tmp_path, data, use_grep)
     top = report.findings[0]
-    assert top.link == "oom#fragmentation"
+    assert top.link == "oom#when"
     assert "\x1b" not in top.evidence[0].text
     assert top.evidence[0].line == len(NOISE) + 1
 
@@ -75,9 +75,9 @@ def test_interleaved_ranks_in_one_file(tmp_path, use_grep):
     assert report.findings[0].ranks == [7]
 
 
-def test_empty_file_is_clean(tmp_path, use_grep):
-    report = scan(tmp_path, b"", use_grep)
-    assert report.findings == [] and report.loss.count == 0
+def test_empty_file_is_not_a_clean_bill(tmp_path, use_grep):
+    with pytest.raises(UsageError, match=r"train\.log: empty"):
+        scan(tmp_path, b"", use_grep)
 
 
 def test_folder_without_a_log_is_an_error_not_a_clean_bill(tmp_path):

@@ -12,12 +12,12 @@ from .conftest import FIXTURES
 def test_oom_on_one_rank_comes_before_the_timeouts_it_caused(use_grep):
     report = triage_paths([str(FIXTURES / "multirank_oom")], use_grep=use_grep)
     links = [f.link for f in report.findings]
-    assert links[0] == "oom#fragmentation"
+    assert links[0] == "oom#when"
     assert report.findings[0].ranks == [1]
     assert "consequence" in report.findings[0].why and "3 ranks" in report.findings[0].why
     timeout = next(f for f in report.findings if f.signature == "nccl-watchdog-timeout")
     assert timeout.ranks == [0, 3, 4] and timeout.kind == "symptom"
-    assert links.index("oom#fragmentation") < links.index("nccl-hang#watchdog-timeout")
+    assert links.index("oom#when") < links.index("nccl-hang#watchdog-timeout")
     # rank 1 never reported the timeout: it is named, and tied to its OOM
     silent = next(f for f in report.findings if f.signature == "rank-silent")
     assert silent.ranks == [1] and "never reached" in silent.why

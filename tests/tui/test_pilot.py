@@ -314,17 +314,22 @@ def test_a_real_finding_walks_to_the_fix_and_its_evidence_reaches_the_report():
         async with app.run_test(size=(120, 40)) as pilot:
             await _triage(app, pilot, str(MULTIRANK_OOM))
             report = app.screen.report
-            assert report is not None and report.findings[0].link == "oom#fragmentation"
+            # 12.73 GiB free + 9.35 GiB cached < 22.78 GiB asked: it does not fit (not
+            # fragmentation, issue 18 item 7)
+            assert report is not None and report.findings[0].link == "oom#when"
             await pilot.press("enter")  # the first, most likely finding
             await pilot.pause()
-            assert _current(app) == "oom#fragmentation"
+            assert _current(app) == "oom#when"
             panel = " ".join(_panel(app).split())
             assert "rank 1: CUDA out of memory (tried 22.78 GiB" in panel
             assert OOM_LINE in panel
             saved = list_walks()[0][0].record.triage
             assert saved is not None and saved.finding is not None
-            assert saved.finding.link == "oom#fragmentation" and len(saved.findings) == 3
+            assert saved.finding.link == "oom#when" and len(saved.findings) == 3
             assert saved.files == sorted(str(p) for p in MULTIRANK_OOM.iterdir())
+            await pilot.press("3")  # "When does it run out?": while saving a checkpoint (a fix)
+            await pilot.pause()
+            assert _current(app) == "oom#checkpoint-save"
             await pilot.press("i")
             await pilot.pause()
             assert isinstance(app.screen, ReportScreen)

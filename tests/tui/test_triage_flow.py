@@ -21,6 +21,8 @@ from trainmedic.tui.screens.walk import WalkScreen
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 MULTIRANK_OOM = FIXTURES / "triage" / "multirank_oom"  # real per-rank logs, source on line 1
+# a real OOM whose free + cached memory would hold the allocation: fragmentation, a fix
+FRAGMENTED_OOM = FIXTURES / "triage" / "oom_pytorch_21_typo.log"
 SPIKE_LOG = FIXTURES / "tui" / "megatron_spike_synthesised.log"
 FOREST = load_forest()
 
@@ -55,7 +57,7 @@ def test_a_finding_opens_on_the_trees_route_and_n_goes_up_and_is_reported():
     async def go():
         app = TrainmedicApp(FOREST, probes=False)
         async with app.run_test(size=(100, 30)) as pilot:
-            await _triage(app, pilot, MULTIRANK_OOM)
+            await _triage(app, pilot, FRAGMENTED_OOM)
             link = app.screen.report.findings[0].link
             await pilot.press("enter")
             await pilot.pause()

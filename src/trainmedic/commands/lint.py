@@ -62,13 +62,15 @@ def _lint(args: argparse.Namespace, files: list[Path] | None, checked: int) -> L
     from trainmedic.probes.registry import declared_facts
     from trainmedic.trees.forest import load_forest, shown_path
     from trainmedic.trees.lint import lint_forest, only_files
+    from trainmedic.triage.signatures import lint_hooks
 
+    hooks = lint_hooks()  # the triage program's hooks and analyses, which signatures name
     if files is not None:
         forest = load_forest(files)
-        problems = only_files(lint_forest(forest, declared_facts()),
+        problems = only_files(lint_forest(forest, declared_facts(), hooks=hooks),
                               {shown_path(f) for f in files})
     else:
         forest = load_forest(args.trees)
-        problems = lint_forest(forest, declared_facts())
+        problems = lint_forest(forest, declared_facts(), hooks=hooks)
     nodes = sum(len(t.nodes) for t in forest.trees.values())
     return LintResult(problems, checked, len(forest.trees), nodes)

@@ -1,9 +1,11 @@
 """`trainmedic triage LOG ... [--json]`: name what went wrong and the tree node to continue from.
 
-Exit status: 1 when findings exist (the check found problems), 0 when the logs look clean,
-2 on unreadable input, and 2 when nothing was found but some input could only be read in part
-(binary data, a decompression bomb): "clean" must never mean "not read". Never imports Textual;
-rich only when printing for a human.
+Exit status: 1 when it reports a finding (with `--fail-on`, one of that kind or stronger), 0
+only when the logs hold no error, 2 when nothing in the input was readable as a log. A log with
+an error no signature knows is never called clean: it gets a finding marked as a guess. The
+signatures come from the trees, user trees under `--trees` included. Sources read only in part
+(binary data, a decompression bomb) are warned about, and a run that found nothing but could
+not read everything exits 2. Never imports Textual; rich only when printing for a human.
 """
 
 from __future__ import annotations
@@ -13,6 +15,10 @@ import json
 import sys
 
 MAX_SHOWN = 8
+FAIL_ON = ("cause", "symptom", "any")
+# which finding kinds make the exit status 1, per --fail-on
+_FAILING = {"cause": {"cause"}, "symptom": {"cause", "symptom", "guess"},
+            "any": {"cause", "symptom", "guess", "context"}}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,12 +28,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="show every finding and evidence line")
     parser.add_argument("--no-grep", action="store_true",
                         help="use the pure-Python prefilter even where grep is available")
+    parser.add_argument("--fail-on", choices=FAIL_ON, default="any",
+                        help="exit 1 only for a cause; for a cause, symptom or guess; or for any "
+                             "finding, context included (default: any)")
 
 
 def run(args: argparse.Namespace) -> int:
     from trainmedic.triage import triage_paths
 
-    report = triage_paths(list(args.logs), use_grep=not args.no_grep)
+    report = triage_paths(list(args.logs), use_grep=not args.no_grep,
+                          trees=list(getattr(args, "trees", []) or []))
     if args.json:
         from trainmedic.commands.outputs import stamped
 
@@ -37,9 +47,10 @@ def run(args: argparse.Namespace) -> int:
         _print_human(report, show_all=args.all)
     for note in report.notes:  # made inert by the scanner
         print(f"trainmedic: warning: {note}", file=sys.stderr)
-    if report.findings:
+    failing = _FAILING[getattr(args, "fail_on", "any")]
+    if any(f.kind in failing for f in report.findings):
         return 1
-    return 2 if report.notes else 0
+    return 2 if report.notes and not report.findings else 0
 
 
 def _print_human(report, *, show_all: bool) -> None:
@@ -48,6 +59,8 @@ def _print_human(report, *, show_all: bool) -> None:
 
     console = Console(highlight=False, soft_wrap=True)
     files = len(report.files)
+    for name, why in report.skipped:
+        console.print(f"[dim]skipped {escape(name)}: {escape(why)}[/]")
     if not report.findings:
         console.print(f"[green]No known failure signature[/] in {files} file(s) "
                       f"({report.candidate_lines} candidate lines read).")
@@ -59,8 +72,11 @@ def _print_human(report, *, show_all: bool) -> None:
         style = "bold red" if i == 1 else ("yellow" if f.kind == "symptom" else "bold")
         fmt = "%m-%d %H:%M:%S" if f.details.get("time_has_year") is False else "%Y-%m-%d %H:%M:%S"
         when = f"  [dim]{f.first_time.strftime(fmt)}[/]" if f.first_time else ""
+        style = "yellow" if f.guess else style  # its summary starts "guess:"
         console.print(f"[{style}]{i}. {escape(f.summary)}[/]{when}")
-        console.print(f"   [cyan]{f.link}[/]  confidence {f.confidence:.0%}  [dim]{f.kind}[/]")
+        hosts = f"  [dim]host {escape(', '.join(f.hosts[:4]))}[/]" if f.hosts else ""
+        console.print(f"   [cyan]{f.link}[/]  confidence {f.confidence:.0%}  "
+                      f"[dim]{f.kind}[/]{hosts}")
         if f.why:
             console.print(f"   [dim]why:[/] {escape(f.why)}")
         for ev in f.evidence if show_all else f.evidence[:2]:
@@ -68,6 +84,12 @@ def _print_human(report, *, show_all: bool) -> None:
             console.print(f"   [dim]{escape(ev.file)}:{ev.line}:[/] {escape(text)}")
     if len(report.findings) > len(shown):
         console.print(f"[dim]... {len(report.findings) - len(shown)} more (--all)[/]")
+    root = report.root_cause
+    if root:
+        who = " ".join(x for x in (f"rank {root['rank']}" if root.get("rank") is not None else "",
+                                   f"on {root['host']}" if root.get("host") else "") if x)
+        console.print(f"[dim]launcher: first failure {escape(who or 'of a worker')}, "
+                      f"exitcode {root.get('exitcode')} ({escape(root['file'])}:{root['line']})[/]")
     _print_loss(console, report, escape)
     console.print(f"Continue with: [bold]{report.findings[0].walk_command}[/]")
 

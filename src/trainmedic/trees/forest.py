@@ -15,7 +15,7 @@ from pathlib import Path
 
 from trainmedic.errors import UsageError
 from trainmedic.trees.cache import load_cached
-from trainmedic.trees.model import Fix, Node, Question, Tree
+from trainmedic.trees.model import Fix, LogSignature, Node, Question, Tree
 from trainmedic.trees.paths import TREE_SUFFIXES, builtin_tree_dir, tree_files
 from trainmedic.trees.problems import Problem
 
@@ -50,6 +50,8 @@ class Forest:
     problems: list[Problem] = field(default_factory=list)
     # file stems of tree files that could not be loaded: links to them are not reported again
     unloaded: set[str] = field(default_factory=set)
+    # built-in trees that a user tree of the same id replaced: their log signatures carry over
+    replaced: dict[str, Tree] = field(default_factory=dict)
 
     @property
     def errors(self) -> list[Problem]:
@@ -96,6 +98,20 @@ class Forest:
             for node_id, node in tree.nodes.items():
                 yield Ref(tree.id, node_id), node
 
+    def signatures(self) -> list[LogSignature]:
+        """Every log signature triage uses, in file order.
+
+        A user tree that replaces a built-in keeps the built-in's signatures (triage must not go
+        blind on OOMs because someone reworded a fix); a signature the user declares with the
+        same id, anywhere, overrides the built-in one. Lint checks that the nodes they lead to
+        still exist.
+        """
+        own = [sig for tree in self.trees.values() for sig in tree.signatures()]
+        declared = {sig.id for sig in own}
+        inherited = [sig for tree in self.replaced.values() for sig in tree.signatures()
+                     if sig.id not in declared]
+        return own + inherited
+
     def counts(self, tree_id: str) -> tuple[int, int]:
         tree = self.trees[tree_id]
         return (sum(isinstance(n, Question) for n in tree.nodes.values()),
@@ -123,7 +139,12 @@ def load_files(files: Iterable[Path]) -> Forest:
 
 def _load_files(files: Iterable[Path]) -> Forest:
     forest = Forest()
+    seen: set[Path] = set()
     for path in files:
+        real = path.resolve()
+        if real in seen:  # `lint mine/oom.yaml --trees mine/` names the file twice: one tree
+            continue
+        seen.add(real)
         shown = shown_path(path)
         tree, problems = load_cached(path, shown)
         forest.problems.extend(problems)
@@ -151,6 +172,8 @@ def _with_builtins(user: Forest) -> Forest:
     base = load_files(tree_files([builtin_tree_dir()]))
     base.unloaded |= user.unloaded
     for tree_id, tree in user.trees.items():
+        if tree_id in base.trees and base.trees[tree_id].file != tree.file:
+            base.replaced[tree_id] = base.trees[tree_id]
         base.trees[tree_id] = tree
     base.problems = [p for p in base.problems if not _shadowed(p, user)] + user.problems
     return base

@@ -12,6 +12,7 @@ from trainmedic.trees.danger import check_danger
 from trainmedic.trees.forest import Forest, Ref
 from trainmedic.trees.model import Question, Rule
 from trainmedic.trees.problems import Problem
+from trainmedic.trees.siglint import Hooks, check_signatures
 
 _NUMERIC = {"int", "float"}
 
@@ -145,12 +146,13 @@ def _rule_problem(rule: Rule, declared: dict[str, dict[str, str]]) -> str | None
 
 
 def lint_forest(forest: Forest, declared: dict[str, dict[str, str]], *,
-                apis: bool = True) -> list[Problem]:
+                apis: bool = True, hooks: Hooks | None = None) -> list[Problem]:
     """Every problem in the forest, loader problems included, sorted by file and line.
 
     `declared` is every probe's facts with their types (`probes.registry.declared_facts()`):
     passed in, so the model never reaches up into the probes. `apis`: also check flags and
-    environment variables against the shipped API lists.
+    environment variables against the shipped API lists. `hooks`: the triage program's hooks
+    and analyses, to check the signatures that name them (passed in like `declared`).
     """
     from trainmedic.trees.forest import gc_paused
 
@@ -162,6 +164,7 @@ def lint_forest(forest: Forest, declared: dict[str, dict[str, str]], *,
     problems += check_fixes(forest)
     problems += check_rules(forest, declared)
     problems += check_danger(forest)
+    problems += check_signatures(forest, hooks)
     if apis:
         from trainmedic.trees.apicheck import check_apis
 

@@ -7,6 +7,7 @@ the object is still built from what is right, so one typo does not hide the rest
 from __future__ import annotations
 
 import difflib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,11 @@ from trainmedic.trees.model import (
     Answer,
     Danger,
     Fix,
+    LogSignature,
     Node,
     Question,
     Reference,
+    Route,
     Rule,
     Source,
     Step,
@@ -42,6 +45,7 @@ class _Builder:
     def __init__(self, shown: str) -> None:
         self.file = shown
         self.problems: list[Problem] = []
+        self.tree_id = ""  # known before the nodes are built; signatures carry it
 
     def error(self, line: int, message: str) -> None:
         self.problems.append(Problem(self.file, line, "error", message))
@@ -243,6 +247,7 @@ class _Builder:
             help=self.text(data, "help", what),
             source=self.strings(data, "source", what),
             src=Source(self.file, node_line),
+            signatures=self.signatures(data, node_id),
         )
 
     def fix(self, node_id: str, data: LMap, node_line: int) -> Fix:
@@ -292,7 +297,112 @@ class _Builder:
             source=self.strings(data, "source", what),
             src=Source(self.file, node_line),
             targets=self.targets(data, what),
+            signatures=self.signatures(data, node_id),
         )
+
+    # -- log signatures ---------------------------------------------------------------------
+
+    def signatures(self, data: LMap, node_id: str) -> list[LogSignature]:
+        out = []
+        for item, line in self.items(data, "signatures", f"node '{node_id}'"):
+            sig = self.signature(item, line, node_id)
+            if sig is not None:
+                out.append(sig)
+        return out
+
+    def regex(self, data: LMap, key: str, what: str) -> str | None:
+        """A pattern that compiles (Python `re`); the error says where it failed."""
+        pattern = self.string(data, key, what)
+        if pattern is None:
+            return None
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            self.error(self.line_of(data, key),
+                       f"'{key}' of {what} is not a valid regular expression: {exc}")
+            return None
+        return pattern
+
+    def number(self, data: LMap, key: str, what: str, default: float, *,
+               fraction: bool = False) -> float:
+        if key not in data:
+            return default
+        try:
+            value = float(data[key])
+        except (TypeError, ValueError):
+            self.error(self.line_of(data, key), f"'{key}' of {what} must be a number")
+            return default
+        if value != value or (fraction and not 0.0 <= value <= 1.0):  # NaN, or out of range
+            self.error(self.line_of(data, key), f"'{key}' of {what} must be between 0 and 1")
+            return default
+        return value
+
+    def signature(self, data: LMap, line: int, node_id: str) -> LogSignature | None:
+        sig_id = self.ident(data, "id", f"a signature of node '{node_id}'")
+        what = f"signature '{sig_id}'" if sig_id else f"a signature of node '{node_id}'"
+        self.check_keys(data, spec.SIGNATURE_KEYS, what)
+        kind = data.get("kind")
+        if "kind" in data and kind not in spec.SIG_KINDS:
+            self.error(self.line_of(data, "kind"),
+                       f"'kind' of {what} is {kind!r}; one of: {', '.join(spec.SIG_KINDS)}")
+            kind = None
+        needles = self.strings(data, "needles", what)
+        derive = self.ident(data, "derive", what)
+        examples = self.strings(data, "example", what)
+        if needles and derive:
+            self.error(self.line_of(data, "derive"),
+                       f"{what} has both 'needles' and 'derive'; it is one or the other")
+        elif not needles and not derive:
+            self.error(line, f"{what} needs 'needles' (the messages it looks for), or 'derive'")
+        if needles and not examples:
+            self.error(line, f"{what} has no 'example': give a real log line it recognises")
+        for needle in needles:
+            if len(needle) < spec.MIN_NEEDLE or "\n" in needle:
+                self.error(self.line_of(data, "needles"),
+                           f"needle {needle!r} of {what} must be one line of at least "
+                           f"{spec.MIN_NEEDLE} characters (short needles stop the prefilter "
+                           "on most lines)")
+        match = self.regex(data, "match", what)
+        exclude = self.regex(data, "exclude", what)
+        broken = ("match" in data and match is None) or ("exclude" in data and exclude is None)
+        routes = tuple(r for r in (self.route(item, item_line, what)
+                                   for item, item_line in self.items(data, "routes", what))
+                       if r is not None)
+        title = self.text(data, "title", what)
+        if sig_id is None or title is None or kind is None or broken:
+            return None  # reported above; a half-read signature would match the wrong lines
+        return LogSignature(
+            id=sig_id, title=title, kind=kind, tree=self.tree_id, node=node_id,
+            needles=tuple(n for n in needles if len(n) >= spec.MIN_NEEDLE),
+            match=match, exclude=exclude, examples=tuple(examples),
+            counterexamples=tuple(self.strings(data, "counterexample", what)),
+            weight=self.number(data, "weight", what, 5.0),
+            confidence=self.number(data, "confidence", what, 0.8, fraction=True),
+            short=self.string(data, "short", what), hook=self.ident(data, "hook", what),
+            derive=derive, routes=routes, src=Source(self.file, line),
+        )
+
+    def route(self, data: LMap, line: int, sig_what: str) -> Route | None:
+        what = f"a route of {sig_what}"
+        self.check_keys(data, spec.ROUTE_KEYS, what)
+        goto = data.get("goto")
+        if "goto" in data and (not isinstance(goto, str) or not spec.GOTO_RE.match(goto)):
+            self.error(self.line_of(data, "goto"),
+                       f"'goto' of {what} must be {spec.KINDS['goto']}, got {goto!r}")
+            return None
+        conditions = [k for k in ("line", "near", "outcome") if k in data]
+        if not conditions:
+            self.error(line, f"{what} has no condition: give 'line', 'near' or 'outcome'")
+        pattern = self.regex(data, "line", what)
+        for needle in self.strings(data, "near", what):
+            if len(needle) < spec.MIN_NEEDLE:
+                self.error(self.line_of(data, "near"), f"'near' text {needle!r} of {what} must "
+                           f"be at least {spec.MIN_NEEDLE} characters")
+        if not isinstance(goto, str) or ("line" in data and pattern is None) or not conditions:
+            return None
+        return Route(goto=goto, line=pattern, near=tuple(self.strings(data, "near", what)),
+                     outcome=self.ident(data, "outcome", what),
+                     example=self.string(data, "example", what), src=Source(self.file, line))
 
     def targets(self, data: LMap, what: str) -> Target | None:
         """`targets: megatron-lm` or `targets: {framework: megatron-lm, versions: ">=0.12"}`."""
@@ -348,6 +458,7 @@ class _Builder:
             return None
         self.check_keys(data, spec.TREE_KEYS, "the tree")
         tree_id = self.ident(data, "id", "the tree")
+        self.tree_id = tree_id or ""
         start = self.ident(data, "start", "the tree")
         nodes: dict[str, Node] = {}
         raw_nodes = data.get("nodes")

@@ -75,6 +75,51 @@ class Answer:
     src: Source = Source("", 0)
 
 
+@dataclass(frozen=True)
+class Route:
+    """Where a signature's match goes instead of its own node, when every condition holds."""
+
+    goto: str  # "node", "tree-id" or "tree-id#node"
+    line: str | None = None  # a regex the matched line must match
+    near: tuple[str, ...] = ()  # substrings, one on the matched line or just above it
+    outcome: str | None = None  # what the signature's hook concluded
+    example: str | None = None
+    src: Source = Source("", 0)
+
+
+@dataclass(frozen=True)
+class LogSignature:
+    """A message in a training log that leads triage to the node it is declared on.
+
+    Data only: `needles` (plain substrings for the prefilter), an optional confirming `match`
+    and vetoing `exclude` regex, and the real `examples` lint checks them with. `hook` names
+    the program's code for what data cannot express (OOM sizes, Xid details); `derive` names an
+    analysis of the whole log instead of needles. `tree` and `node` say where it was declared.
+    """
+
+    id: str
+    title: Text
+    kind: str  # spec.SIG_KINDS
+    tree: str
+    node: str
+    needles: tuple[str, ...] = ()
+    match: str | None = None
+    exclude: str | None = None
+    examples: tuple[str, ...] = ()
+    counterexamples: tuple[str, ...] = ()
+    weight: float = 5.0
+    confidence: float = 0.8
+    short: str | None = None
+    hook: str | None = None
+    derive: str | None = None
+    routes: tuple[Route, ...] = ()
+    src: Source = Source("", 0)
+
+    @property
+    def link(self) -> str:
+        return f"{self.tree}#{self.node}"
+
+
 @dataclass
 class Question:
     id: str
@@ -84,6 +129,7 @@ class Question:
     source: list[str] = field(default_factory=list)  # provenance: "seed 000 §11.2"
     src: Source = Source("", 0)
     kind: Literal["question"] = "question"
+    signatures: list[LogSignature] = field(default_factory=list)
 
     @property
     def probes(self) -> list[str]:
@@ -151,6 +197,7 @@ class Fix:
     src: Source = Source("", 0)
     kind: Literal["fix"] = "fix"
     targets: Target | None = None
+    signatures: list[LogSignature] = field(default_factory=list)
 
     @property
     def title(self) -> Text:
@@ -180,3 +227,7 @@ class Tree:
 
     def fixes(self) -> list[Fix]:
         return [n for n in self.nodes.values() if isinstance(n, Fix)]
+
+    def signatures(self) -> list[LogSignature]:
+        """Every log signature declared on a node of this tree, in file order."""
+        return [sig for node in self.nodes.values() for sig in node.signatures]

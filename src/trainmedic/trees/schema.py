@@ -41,6 +41,13 @@ def _kind(kind: str) -> dict[str, Any]:
         "needs": {"oneOf": [need, {"type": "array", "items": need, "minItems": 1,
                                    "uniqueItems": True}]},
         "targets": targets,
+        "signatures": {"type": "array", "items": {"$ref": "#/$defs/signature"}},
+        "sig-kind": {"enum": list(spec.SIG_KINDS)},
+        "number": {"type": ["number", "string"], "pattern": r"^-?\d+(\.\d+)?$"},
+        "fraction": {"type": ["number", "string"], "minimum": 0, "maximum": 1,
+                     "pattern": r"^(0(\.\d+)?|1(\.0+)?)$"},
+        "regex": {"type": "string", "format": "regex", "minLength": 1},
+        "routes": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/route"}},
         "nodes": {
             "type": "object", "minProperties": 1,
             "propertyNames": {"pattern": spec.ID_RE.pattern},
@@ -75,5 +82,9 @@ def tree_schema() -> dict[str, Any]:
             "step": _object(spec.STEP_KEYS, "One step of a fix."),
             "danger": _object(spec.DANGER_KEYS, "What a disruptive command does, and to whom."),
             "ref": _object(spec.REF_KEYS, "A reference."),
+            "signature": _object(spec.SIGNATURE_KEYS, "A log signature: a message in a "
+                                 "training log that leads triage to this node."),
+            "route": _object(spec.ROUTE_KEYS, "Where a signature's match goes instead, "
+                             "and when."),
         },
     }

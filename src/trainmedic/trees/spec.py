@@ -82,7 +82,22 @@ KINDS = {
     "danger-kind": "what the command does: " + ", ".join(DANGER_KINDS),
     "needs": "one of, or a list of: " + ", ".join(NEEDS),
     "targets": "a framework name, or {framework, versions}",
+    "signatures": "list of log signatures: messages that lead triage to this node",
+    "sig-kind": "one of: " + ", ".join(("cause", "symptom", "context")),
+    "number": "a number",
+    "fraction": "a number from 0 to 1",
+    "regex": "a Python regular expression, searched in the line (write it in 'single quotes')",
+    "routes": "list of routes: where a match goes instead, and when",
 }
+
+# -- log signatures: what triage recognises in a log, declared on the node it leads to ----------
+SIG_KINDS = {
+    "cause": "the failure itself (an OOM, an Xid, a bad configuration)",
+    "symptom": "what other ranks or layers print because of a cause (a watchdog timeout)",
+    "context": "helps read the other findings (a launcher's summary), never the answer alone",
+}
+NEAR_LINES = 40  # how far above a match `near` looks
+MIN_NEEDLE = 4  # shorter needles make the prefilter stop on most lines of a log
 
 TREE_KEYS = (
     Key("id", "id", True, "Unique tree id; other trees link to it as `id` or `id#node`."),
@@ -93,11 +108,15 @@ TREE_KEYS = (
     Key("nodes", "nodes", True, "The nodes, by id: each is a question or a fix."),
 )
 
+SIGNATURES_KEY = Key("signatures", "signatures", False,
+                     "Log signatures: messages that lead `trainmedic triage` to this node.")
+
 QUESTION_KEYS = (
     Key("question", "text", True, "The question, answerable from a login node."),
     Key("help", "text", False, "How to find the answer: commands to run, what to look for."),
     Key("answers", "answers", True, "Answers, most likely first (keys 1-9)."),
     Key("source", "strings", False, "Where the knowledge came from (seed section, document)."),
+    SIGNATURES_KEY,
 )
 
 FIX_KEYS = (
@@ -110,6 +129,42 @@ FIX_KEYS = (
     Key("source", "strings", False, "Where the knowledge came from (seed section, document)."),
     Key("targets", "targets", False, "Framework and versions the fix is for (lint checks its "
         "flags against that framework's list)."),
+    SIGNATURES_KEY,
+)
+
+SIGNATURE_KEYS = (
+    Key("id", "id", True, "Unique across all trees; triage names its findings by it."),
+    Key("title", "text", True, "What the message means, in a few words (the finding's summary)."),
+    Key("kind", "sig-kind", True, "cause, symptom or context: causes are listed before the "
+        "symptoms other ranks print because of them."),
+    Key("needles", "strings", False, "Plain substrings, case-sensitive, at least "
+        f"{MIN_NEEDLE} characters: a line holding one is a candidate (the fast prefilter). "
+        "Required unless `derive` is given."),
+    Key("match", "regex", False, "A regular expression the candidate line must also match."),
+    Key("exclude", "regex", False, "A regular expression that vetoes the line (known noise)."),
+    Key("example", "strings", False, "A real line (or a list of them) the signature must "
+        "recognise; lint checks it. Required with `needles`."),
+    Key("counterexample", "strings", False, "A line (or a list) the signature must not recognise."),
+    Key("weight", "number", False, "Decisiveness among findings of the same kind, higher first "
+        "(default 5)."),
+    Key("confidence", "fraction", False, "How sure a match makes triage, 0 to 1 (default 0.8)."),
+    Key("short", "string", False, "A short plural name used when a cause explains these "
+        "('NCCL watchdog timeouts')."),
+    Key("hook", "id", False, "A named piece of the program for what data cannot express "
+        "(reading OOM sizes, Xid codes); `trainmedic lint` lists the known ones."),
+    Key("derive", "id", False, "Instead of needles: the finding comes from an analysis of the "
+        "whole log (the loss series, the ranks' watchdog lines)."),
+    Key("routes", "routes", False, "Where a match goes instead of this node, and when; the "
+        "first route whose conditions all hold wins."),
+)
+
+ROUTE_KEYS = (
+    Key("goto", "goto", True, "`node`, `tree-id` or `tree-id#node`."),
+    Key("line", "regex", False, "The matched line also matches this regular expression."),
+    Key("near", "strings", False, "One of these substrings is on the matched line or on the "
+        f"lines just before it (within {NEAR_LINES} lines: the traceback above an error)."),
+    Key("outcome", "id", False, "The signature's hook concluded this (e.g. `fragmented`)."),
+    Key("example", "string", False, "A line this route takes (checked against `line`)."),
 )
 
 ANSWER_KEYS = (
@@ -149,4 +204,6 @@ OBJECTS: dict[str, tuple[Key, ...]] = {
     "step": STEP_KEYS,
     "danger": DANGER_KEYS,
     "ref": REF_KEYS,
+    "signature": SIGNATURE_KEYS,
+    "route": ROUTE_KEYS,
 }

@@ -4,17 +4,23 @@ Public API (used by the CLI, the TUI paste box and incident reports):
 - `triage_paths(paths)`: files, folders of per-rank logs (recursive), `-` for stdin, `.gz`;
 - `triage_text(text, name="<pasted>")`: one error line or a whole traceback;
 both return a `TriageReport` (`findings` most decisive first, `loss`, `ranks`, `to_dict()`).
-Raises `trainmedic.errors.UsageError` for unreadable input.
+The signatures come from the trees: the built-in ones, plus the folders in `trees`.
+Raises `trainmedic.errors.UsageError` for unreadable input, or when no input was readable as
+a log.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from trainmedic.triage.report import Evidence, Finding, TriageReport
 
 
-def _finish(scanner) -> TriageReport:
+def _finish(scanner, skipped: list[tuple[str, str]] | None = None) -> TriageReport:
     from trainmedic.triage.ranking import build_findings
 
+    scanner.finish()
+    root = scanner.launcher.root_cause
     loss = scanner.loss.finish()
     return TriageReport(
         findings=build_findings(scanner),
@@ -22,28 +28,50 @@ def _finish(scanner) -> TriageReport:
         ranks=scanner.ranks.to_dict(scanner.known_ranks),
         files=scanner.files,
         candidate_lines=scanner.candidate_lines,
+        skipped=list(skipped or []),
+        root_cause=root.to_dict() if root else None,
+        errors=scanner.errors.count,
         notes=list(scanner.notes),
     )
 
 
-def triage_paths(paths: list[str], *, use_grep: bool = True) -> TriageReport:
+def _signatures(trees: Sequence[str]):
+    from trainmedic.triage.signatures import forest_signatures
+
+    return forest_signatures(tuple(str(t) for t in trees))
+
+
+def triage_paths(paths: list[str], *, use_grep: bool = True,
+                 trees: Sequence[str] = ()) -> TriageReport:
     from trainmedic.errors import UsageError
     from trainmedic.triage.scanner import Scanner
-    from trainmedic.triage.sources import expand_paths
+    from trainmedic.triage.sources import expand_paths, unreadable_reason
 
     if not paths:
         raise UsageError("no log given (a file, a folder, or - for stdin)")
-    scanner = Scanner(use_grep=use_grep)
-    for source in expand_paths(paths):
+    skipped: list[tuple[str, str]] = []
+    sources = expand_paths(paths, skipped)
+    scanner = Scanner(use_grep=use_grep, signatures=_signatures(trees))
+    given = set(paths)
+    for source in sources:
+        why = unreadable_reason(source)
+        if why is not None:
+            if source.name in given and len(sources) == 1:
+                raise UsageError(f"{source.name}: {why}")
+            skipped.append((source.name, why))
+            continue
         scanner.scan(source)
-    return _finish(scanner)
+    if not scanner.files:
+        listed = "; ".join(f"{name}: {why}" for name, why in skipped[:5])
+        raise UsageError(f"nothing readable as a log ({listed})")
+    return _finish(scanner, skipped)
 
 
-def triage_text(text: str, name: str = "<pasted>") -> TriageReport:
+def triage_text(text: str, name: str = "<pasted>", *, trees: Sequence[str] = ()) -> TriageReport:
     from trainmedic.triage.scanner import Scanner
     from trainmedic.triage.sources import Source
 
-    scanner = Scanner(use_grep=False)
+    scanner = Scanner(use_grep=False, signatures=_signatures(trees))
     scanner.scan(Source(name=name, data=text.encode("utf-8", "replace")))
     return _finish(scanner)
 

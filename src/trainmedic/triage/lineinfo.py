@@ -1,9 +1,11 @@
-"""Per-line facts that ranking needs: which rank printed it, and when.
+"""Per-line facts that ranking needs: which rank and host printed it, and when.
 
 Only run on candidate lines. Ranks come from launcher prefixes (`[rank3]:`, `[default3]:`,
-torchrun/srun `3:`, `[3]`) or from the message (`[Rank 3]`, `Rank 3:`); times from the glog
-prefix PyTorch uses (`[E1206 18:44:12.715]`, no year), ISO-like stamps (DeepSpeed, Megatron,
-logging) or syslog (`Feb 14 05:03:41`). Times without a year get one from `default_year`.
+torchrun/srun -l `3:`, `[3]`, mpirun --tag-output `[1,3]<stderr>:`) or from the message
+(`[Rank 3]`, `Rank 3:`); hosts from pdsh/clush `node12: `, `kubectl logs --prefix`
+`[pod/NAME/container]` and NCCL's own `host:pid:tid [dev]` prefix; times from the glog prefix
+PyTorch uses (`[E1206 18:44:12.715]`, no year), ISO-like stamps (DeepSpeed, Megatron, logging)
+or syslog (`Feb 14 05:03:41`). Times without a year get one from `default_year`.
 """
 
 from __future__ import annotations
@@ -14,6 +16,14 @@ from datetime import datetime
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _PREFIX_RANK = re.compile(
     r"^.{0,40}?\[(?:rank|default)(\d+)\]:|^\s*(\d{1,5}):\s|^\s*\[(\d{1,4})\](?:\s|:)"
+    r"|^\[\d+,(\d+)\]<std(?:out|err)>:"
+)
+# pdsh/clush `node12: ...` (a lower-case name with a digit), kubectl `[pod/NAME/container]`,
+# NCCL `host:pid:tid [dev] NCCL ...`
+_PREFIX_HOST = re.compile(
+    r"^(?!rank\d|default\d)([a-z][a-z0-9-]*\d[a-z0-9-]*(?:\.[a-z0-9-]+)*): "
+    r"|^\[pod/([^/\]\s]+)/[^\]\s]*\] "
+    r"|(?:^|[\s\]:>])([A-Za-z][\w.-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL "
 )
 _MSG_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]|\bRank (\d+)[:,]|\brank (\d+)\b", re.I)
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
@@ -49,6 +59,16 @@ def line_rank(text: str) -> int | None:
     if m:
         return int(next(g for g in m.groups() if g is not None))
     return None
+
+
+def line_host(text: str) -> str | None:
+    """The host a launcher prefix (or NCCL's own prefix) says printed the line."""
+    if ":" not in text and "[pod/" not in text:
+        return None
+    m = _PREFIX_HOST.search(text)
+    if m is None:
+        return None
+    return next(g for g in m.groups() if g is not None)[:200]
 
 
 def _frac(us: str | None) -> int:

@@ -1,9 +1,10 @@
 """Cause over consequence: order findings so the root cause comes first, and say why.
 
 When one rank runs out of memory the others later time out in NCCL; when a node loses a GPU
-every collective fails. Order: cause kinds before symptom kinds before context, then the
-earliest first occurrence (across ranks, where timestamps exist; file order otherwise), then
-the signature's weight. The first cause gets a `why` that ties the later symptoms to it.
+every collective fails. Order: cause kinds before symptom kinds, then a guess, then context;
+within a kind the earliest first occurrence (across ranks, where timestamps exist; file order
+otherwise), then the signature's weight. The first cause gets a `why` that ties the later
+symptoms to it. A log that holds an error no signature knows gets a finding marked as a guess.
 """
 
 from __future__ import annotations
@@ -11,23 +12,30 @@ from __future__ import annotations
 from datetime import datetime
 
 from trainmedic.triage import lineinfo
+from trainmedic.triage.analyses import RANK_ANALYSES, WHOLE_LOG, loss_outcome, whole_log
 from trainmedic.triage.loss.model import LossAnalysis
 from trainmedic.triage.report import NO_ORDER, Evidence, Finding
 from trainmedic.triage.scanner import Hit, Scanner
-from trainmedic.triage.signatures import KIND_ORDER, SIGNATURES_BY_ID
+from trainmedic.triage.signatures import KIND_ORDER
+from trainmedic.triage.unmatched import ErrorLine
 
-OVERFLOW_NOISE = 20  # fewer fp16 overflow skips than this is normal warm-up
+GUESS_CONFIDENCE = 0.25
 
 
 def build_findings(scanner: Scanner) -> list[Finding]:
     hits = list(scanner.hits.values())
     year = next((h.first_time.year for h in hits if h.first_time and h.time_has_year), None)
     findings = [f for f in (_finding(h, scanner, year) for h in hits) if f is not None]
-    findings += _rank_findings(scanner, year)
+    findings += _rank_findings(scanner)
     findings += _loss_findings(scanner, year)
-    findings.sort(key=_sort_key)
+    findings += _whole_log_findings(scanner)
+    guess = _guess(scanner, findings)
+    if guess is not None:
+        findings.append(guess)
+    weights = {s.id: s.weight for s in scanner.signatures.signatures}
+    findings.sort(key=lambda f: _sort_key(f, weights))
     findings = _merge_same_node(findings)
-    _explain(findings)
+    _explain(findings, scanner)
     return findings
 
 
@@ -37,12 +45,13 @@ def _merge_same_node(findings: list[Finding]) -> list[Finding]:
     out: list[Finding] = []
     for f in findings:
         lead = by_link.get(f.link)
-        if lead is None:
-            by_link[f.link] = f
+        if lead is None or f.guess or lead.guess:
+            by_link.setdefault(f.link, f)
             out.append(f)
             continue
         lead.count += f.count
         lead.ranks = sorted(set(lead.ranks) | set(f.ranks))
+        lead.hosts = sorted(set(lead.hosts) | set(f.hosts))
         lead.confidence = min(0.99, max(lead.confidence, f.confidence) + 0.05)
         lead.evidence = (lead.evidence + f.evidence)[:8]
         lead.details.setdefault("also", []).append({"signature": f.signature,
@@ -50,14 +59,10 @@ def _merge_same_node(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def _sort_key(f: Finding) -> tuple:
+def _sort_key(f: Finding, weights: dict[str, float]) -> tuple:
     t = f.first_time
-    return (KIND_ORDER.get(f.kind, 3), t is None, t or datetime.min, -_weight(f), f.first_order)
-
-
-def _weight(f: Finding) -> float:
-    sig = SIGNATURES_BY_ID.get(f.signature)
-    return sig.weight if sig else 0.0
+    return (KIND_ORDER.get(f.kind, 3), t is None, t or datetime.min,
+            -weights.get(f.signature, 0.0), f.first_order)
 
 
 def _time(hit: Hit, year: int | None) -> datetime | None:
@@ -71,24 +76,18 @@ def _time(hit: Hit, year: int | None) -> datetime | None:
 
 
 def _evidence(hit: Hit) -> list[Evidence]:
-    return [Evidence(f, line, text, rank) for f, line, text, rank in hit.evidence]
+    return [Evidence(f, line, text, rank, host) for f, line, text, rank, host in hit.evidence]
 
 
 def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
     sig = hit.sig
-    loss = scanner.loss.analysis
+    hook = sig.hook
+    if hook is not None and hook.keep is not None and not hook.keep(hit, scanner):
+        return None  # e.g. a few fp16 overflows: the scaler's normal start-up search
     details = dict(hit.details)
-    confidence = sig.confidence
     summary = sig.title
-    if sig.id == "gradient-overflow":
-        if hit.count < OVERFLOW_NOISE and not loss.loss_scale_collapsed:
-            return None  # normal fp16 warm-up
-        summary = f"{hit.count} fp16 gradient overflows (steps skipped)"
-    elif sig.id == "cuda-oom":
-        summary = _oom_summary(hit)
-    elif sig.id == "xid":
-        codes = ", ".join(str(c) for c in details.get("codes", []))
-        summary = f"Xid {codes} in the kernel log" if codes else sig.title
+    if hook is not None and hook.summary is not None:
+        summary = hook.summary(hit, scanner) or summary
     ranks = sorted(hit.ranks)
     if ranks:
         summary = f"{_who(ranks)}: {summary}"
@@ -99,10 +98,10 @@ def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
     if hit.first_time is not None and not hit.time_has_year and year is None:
         details["time_has_year"] = False
     return Finding(
-        signature=sig.id, tree=sig.tree, node=hit.node, confidence=confidence,
+        signature=sig.id, tree=hit.tree, node=hit.node, confidence=sig.confidence,
         summary=summary, kind=sig.kind, count=hit.count, ranks=ranks,
         first_time=_time(hit, year), evidence=_evidence(hit), details=details,
-        first_order=hit.first_order,
+        first_order=hit.first_order, hosts=sorted(hit.hosts),
     )
 
 
@@ -114,32 +113,22 @@ def _who(ranks: list[int]) -> str:
     return f"{len(ranks)} ranks ({ranks[0]}..{ranks[-1]})"
 
 
-def _gib(mib: float | None) -> str:
-    if mib is None:
-        return "?"
-    return f"{mib / 1024:.2f} GiB" if mib >= 1024 else f"{mib:.2f} MiB"
-
-
-def _oom_summary(hit: Hit) -> str:
-    d = hit.details
-    parts = []
-    if "tried_mib" in d:
-        parts.append(f"tried {_gib(d['tried_mib'])}")
-    if "total_mib" in d:
-        parts.append(f"of {_gib(d['total_mib'])}")
-    if "free_mib" in d:
-        parts.append(f"{_gib(d['free_mib'])} free")
-    if "unallocated_mib" in d:
-        parts.append(f"{_gib(d['unallocated_mib'])} reserved but unallocated")
-    text = "CUDA out of memory" + (f" ({', '.join(parts)})" if parts else "")
-    if hit.node == "fragmentation":
-        text += ": the cache is fragmented, try expandable_segments:True"
-    elif hit.node == "first-iteration":
-        text += ": training started but no step finished, the configuration does not fit"
-    elif hit.node == "other-process":
-        pids = ", ".join(str(o["pid"]) for o in d.get("other_processes", []))
-        text += f": another process (pid {pids}) holds GPU memory"
-    return text
+def _rank_findings(scanner: Scanner) -> list[Finding]:
+    out = []
+    for v in scanner.ranks.verdicts(scanner.known_ranks):
+        sig = scanner.signatures.derived.get(RANK_ANALYSES.get(v.kind, ""))
+        if sig is None:
+            continue
+        out.append(Finding(
+            signature=sig.id, tree=sig.tree, node=sig.node, confidence=sig.confidence,
+            summary=v.summary, kind=sig.kind, count=len(v.ranks),
+            # derived from the symptoms' lines: no time of its own, so a timed cause stays first
+            ranks=v.ranks, first_time=None,
+            evidence=[Evidence(f, line, scanner.redact(text), None)
+                      for f, line, text in v.evidence],
+            details={"verdict": v.kind},
+        ))
+    return out
 
 
 def _loss_findings(scanner: Scanner, year: int | None) -> list[Finding]:
@@ -195,9 +184,12 @@ def _run_findings(scanner: Scanner, loss: LossAnalysis, evidence: dict,
                      f"({t.ratio:.1f}x) from step {t.start} to {t.end} (trend z={t.z:.1f})",
                      1, {}))
     out = []
-    for sig_id, summary, count, details in made:
-        sig = SIGNATURES_BY_ID[sig_id]
-        ev = evidence.get(sig_id, [])
+    for name, summary, count, details in made:
+        sig = scanner.signatures.derived.get(name)
+        if sig is None:
+            continue  # no tree declares this analysis (a user tree replaced it)
+        tree, node = _by_outcome(sig, loss_outcome(name, loss), (sig.tree, sig.node))
+        ev = evidence.get(name, [])
         first_time = None
         has_year = True
         if ev:
@@ -208,7 +200,7 @@ def _run_findings(scanner: Scanner, loss: LossAnalysis, evidence: dict,
             except ValueError:
                 first_time = None
         out.append(Finding(
-            signature=sig.id, tree=sig.tree, node=sig.node, confidence=sig.confidence,
+            signature=sig.id, tree=tree, node=node, confidence=sig.confidence,
             summary=summary, kind=sig.kind, count=count, ranks=[], first_time=first_time,
             evidence=[Evidence(f, line, scanner.redact(text.strip())[:2000], None)
                       for f, line, text in ev[:5]],
@@ -286,32 +278,101 @@ def _nan_summary(loss: LossAnalysis) -> str:
     return "; ".join(parts) or "the loss became NaN/inf"
 
 
-def _rank_findings(scanner: Scanner, year: int | None) -> list[Finding]:
+def _by_outcome(sig, outcome: str | None,
+                default: tuple[str, str | None]) -> tuple[str, str | None]:
+    """Where an analysis' conclusion leads, by the signature's `outcome` routes."""
+    if outcome is not None:
+        for route in sig.routes:
+            if route.outcome == outcome:
+                return route.tree, route.node
+    return default
+
+
+def _whole_log_findings(scanner: Scanner) -> list[Finding]:
     out = []
-    ids = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
-    for v in scanner.ranks.verdicts(scanner.known_ranks):
-        if v.kind not in ids:
+    for name in WHOLE_LOG:
+        sig = scanner.signatures.derived.get(name)
+        if sig is None:
             continue
-        sig = SIGNATURES_BY_ID[ids[v.kind]]
+        found = whole_log(name, scanner)
+        if found is None:
+            continue
+        summary, outcome, details, lines = found
+        tree, node = _by_outcome(sig, outcome, (sig.tree, sig.node))
         out.append(Finding(
-            signature=sig.id, tree=sig.tree, node=sig.node, confidence=sig.confidence,
-            summary=v.summary, kind=sig.kind, count=len(v.ranks),
-            # derived from the symptoms' lines: no time of its own, so a timed cause stays first
-            ranks=v.ranks, first_time=None,
-            evidence=[Evidence(f, line, scanner.redact(text), None)
-                      for f, line, text in v.evidence],
-            details={"verdict": v.kind},
+            signature=sig.id, tree=tree, node=node, confidence=sig.confidence,
+            summary=summary, kind=sig.kind, count=1, first_time=None,
+            evidence=[Evidence(f, line, scanner.redact(text)[:2000]) for f, line, text in lines],
+            details=dict(details),
         ))
     return out
 
 
-SHORT = {
-    "nccl-watchdog-timeout": "NCCL watchdog timeouts", "nccl-watchdog-stuck": "watchdog hangs",
-    "nccl-system-error": "NCCL system errors", "nccl-internal-error": "NCCL internal errors",
-    "nccl-unhandled-cuda": "NCCL CUDA errors", "nccl-remote-error": "NCCL remote errors",
-    "cuda-launch-failure": "CUDA launch failures",
-}
+# ---- an error no signature knows --------------------------------------------------------
 
+def _guess(scanner: Scanner, findings: list[Finding]) -> Finding | None:
+    """When no cause explains the log but it holds an error, say so: the last exception and
+    where it was raised, who printed it, and the tree its words point to, as a guess."""
+    if any(f.kind == "cause" for f in findings):
+        return None
+    errors = scanner.errors.uncovered
+    if not errors and not findings and scanner.errors.last_covered is not None:
+        errors = [scanner.errors.last_covered]
+    if not errors:
+        return None
+    root = scanner.launcher.root_cause
+    chosen = _pick(errors, root.rank if root else None)
+    rank = chosen.rank if chosen.rank is not None else (root.rank if root else None)
+    host = chosen.host or (root.host if root and root.rank == rank else None)
+    who = " on ".join(x for x in (f"rank {rank}" if rank is not None else "", host or "") if x)
+    tree: str = "triage"
+    node: str | None = "died"
+    score = 0.0
+    if chosen.kind in ("exception", "nccl", "cuda", "crash", "logged"):
+        # an exit code or a kill has no words to go by; a message does
+        guessed, score = scanner.signatures.guess_tree(f"{chosen.text} {chosen.frame or ''}")
+        if guessed is not None:
+            tree, node = guessed, None
+    if chosen.kind == "exit" and root is not None:
+        from trainmedic.triage.hooks import exit_meaning
+
+        code = ("its exit code is cut off" if root.exitcode is None else
+                f"exitcode {root.exitcode}: {exit_meaning(root.exitcode)}")
+        summary = (f"guess: the launcher says {who or 'a worker'} failed first ({code}), and "
+                   "no message in these logs says why: read that rank's own output")
+    else:
+        text = chosen.text if len(chosen.text) <= 200 else chosen.text[:197] + "..."
+        where = f" (raised at {chosen.frame})" if chosen.frame else ""
+        summary = (f"guess: no known signature for {text!r}{where}"
+                   + (f", printed by {who}" if who else "")
+                   + (f"; its words point to the {tree} tree" if node is None else
+                      "; read the last lines of the rank that failed first"))
+    evidence = [Evidence(e.file, e.line, scanner.redact(e.text)[:2000], e.rank, e.host)
+                for e in [chosen, *[e for e in errors if e is not chosen][:3]]]
+    return Finding(
+        signature="unrecognised-error", tree=tree, node=node,
+        confidence=GUESS_CONFIDENCE if score < 1.0 else GUESS_CONFIDENCE + 0.1,
+        summary=summary, kind="guess", count=len(errors),
+        ranks=[rank] if rank is not None else [], evidence=evidence,
+        details={"error_kind": chosen.kind, "raised_at": chosen.frame, "_order": (1 << 29, 0)},
+        hosts=[host] if host else [],
+    )
+
+
+def _pick(errors: list[ErrorLine], root_rank: int | None) -> ErrorLine:
+    """The root-cause rank's error if the launcher named one; else an exception before a bare
+    exit or kill; else the first source's."""
+    if root_rank is not None:
+        for e in errors:
+            if e.rank == root_rank:
+                return e
+    for e in errors:
+        if e.kind == "exception":
+            return e
+    return errors[0]
+
+
+# ---- why ---------------------------------------------------------------------------------
 
 def _file(f: Finding) -> str | None:
     return f.evidence[0].file if f.evidence else None
@@ -321,7 +382,7 @@ def _cause_of(symptom: Finding, causes: list[Finding]) -> Finding:
     """The cause a symptom most likely follows: same log file first, then the earliest cause
     that precedes it in time, else the overall first cause."""
     # rank verdicts quote the symptoms' own lines: they never count as "same file"
-    same = [c for c in causes if _file(c) == _file(symptom) and not c.signature.startswith("rank-")]
+    same = [c for c in causes if _file(c) == _file(symptom) and "verdict" not in c.details]
     if same:
         return same[0]
     if symptom.first_time:
@@ -332,14 +393,23 @@ def _cause_of(symptom: Finding, causes: list[Finding]) -> Finding:
     return shared[0] if shared else causes[0]
 
 
-def _explain(findings: list[Finding]) -> None:
+def _explain(findings: list[Finding], scanner: Scanner) -> None:
     """Fill `why`: each cause explains the symptoms that follow it; each symptom points back."""
     if not findings:
         return
+    titles = {s.id: s.title for s in scanner.signatures.signatures}
+    shorts = {s.id: s.short or s.title for s in scanner.signatures.signatures}
     top = findings[0]
+    for f in findings:
+        if f.kind == "context":
+            f.why = "context: the launcher's or the run's summary, not a cause by itself"
+        elif f.guess:
+            f.why = ("no signature knows this error; the tree is a guess from its words — "
+                     "read the traceback it points to, then walk from there")
     if top.kind != "cause":
-        top.why = ("no cause-type message was found; this is the earliest symptom — look for the "
-                   "rank or node that printed nothing (or crashed) just before it")
+        if top.kind == "symptom":
+            top.why = ("no cause-type message was found; this is the earliest symptom — look "
+                       "for the rank or node that printed nothing (or crashed) just before it")
         return
     causes = [f for f in findings if f.kind == "cause"]
     linked: dict[int, list[Finding]] = {}
@@ -349,20 +419,19 @@ def _explain(findings: list[Finding]) -> None:
             linked.setdefault(id(cause), []).append(f)
             f.why = f"likely a consequence of {cause.signature} ({cause.link}), which came first"
     for i, c in enumerate(causes):
-        c.why = _cause_why(c, linked.get(id(c), []), first=(i == 0))
+        c.why = _cause_why(c, linked.get(id(c), []), titles, shorts, first=(i == 0))
     for f in findings:
-        if f.kind == "context":
-            f.why = "context: often harmless on its own"
-        if f.signature == "rank-silent" and set(f.ranks) & set(top.ranks):
+        if f.details.get("verdict") == "silent" and set(f.ranks) & set(top.ranks):
             f.why = (f"{_who(sorted(set(f.ranks) & set(top.ranks)))} is where "
-                     f"{SIGNATURES_BY_ID[top.signature].title} happened: it never reached the "
+                     f"{titles.get(top.signature, top.summary)} happened: it never reached the "
                      "collective the others waited in")
 
 
-def _cause_why(c: Finding, symptoms: list[Finding], *, first: bool) -> str:
+def _cause_why(c: Finding, symptoms: list[Finding], titles: dict[str, str],
+               shorts: dict[str, str], *, first: bool) -> str:
     when = _clock(c.first_time)
     reason = (f"{_who(c.ranks) if c.ranks else 'the log'} shows "
-              f"{SIGNATURES_BY_ID[c.signature].title}" + (f" at {when}" if when else ""))
+              f"{titles.get(c.signature, c.summary)}" + (f" at {when}" if when else ""))
     if not symptoms:
         return reason + ("; cause-type messages rank before symptoms, earliest first" if first
                          else "; another cause-type message, after the first")
@@ -377,7 +446,7 @@ def _cause_why(c: Finding, symptoms: list[Finding], *, first: bool) -> str:
     if others:
         on = f" on {'the other ' if c.ranks else ''}{len(others)} rank" + (
             "s" if len(others) != 1 else "")
-    what = SHORT.get(s.signature, SIGNATURES_BY_ID[s.signature].title)
+    what = shorts.get(s.signature, s.summary)
     return f"{reason}, {gap} the {what}{on}: those are its consequence"
 
 

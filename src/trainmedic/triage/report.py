@@ -30,9 +30,11 @@ class Evidence:
     line: int
     text: str
     rank: int | None = None
+    host: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "text": self.text, "rank": self.rank}
+        return {"file": self.file, "line": self.line, "text": self.text, "rank": self.rank,
+                "host": self.host}
 
     @property
     def where(self) -> str:
@@ -51,8 +53,10 @@ class Evidence:
             return cls(m["file"], int(m["line"]), m["text"])
         if not isinstance(data, Mapping):
             return None
+        host = data.get("host")
         return cls(str(data.get("file") or ""), _int_or_none(data.get("line")) or 0,
-                   str(data.get("text") or ""), _int_or_none(data.get("rank")))
+                   str(data.get("text") or ""), _int_or_none(data.get("rank")),
+                   host if isinstance(host, str) else None)
 
 
 @dataclass
@@ -72,6 +76,12 @@ class Finding:
     # where the first line was seen (file index, line): orders findings of equal weight and
     # time; kept in memory only
     first_order: tuple[int, int] = NO_ORDER
+    hosts: list[str] = field(default_factory=list)
+
+    @property
+    def guess(self) -> bool:
+        """No signature knew the error: the tree was guessed from its words."""
+        return self.kind == "guess"
 
     @property
     def link(self) -> str:
@@ -86,7 +96,8 @@ class Finding:
         return {
             "signature": self.signature, "tree": self.tree, "node": self.node,
             "link": self.link, "confidence": round(self.confidence, 2), "summary": self.summary,
-            "kind": self.kind, "why": self.why, "count": self.count, "ranks": self.ranks,
+            "kind": self.kind, "guess": self.guess, "why": self.why, "count": self.count,
+            "ranks": self.ranks, "hosts": self.hosts,
             "first_time": self.first_time.isoformat(sep=" ") if self.first_time else None,
             "evidence": [e.to_dict() for e in self.evidence],
             "details": dict(self.details),
@@ -109,6 +120,7 @@ class Finding:
         confidence = data.get("confidence")
         count = _int_or_none(data.get("count"))
         ranks = data.get("ranks")
+        hosts = data.get("hosts")
         evidence = data.get("evidence")
         details = data.get("details")
         return cls(
@@ -123,6 +135,7 @@ class Finding:
             evidence=[e for e in map(Evidence.from_dict, evidence) if e is not None]
             if isinstance(evidence, list) else [],
             details=dict(details) if isinstance(details, Mapping) else {},
+            hosts=[h for h in hosts if isinstance(h, str)] if isinstance(hosts, list) else [],
         )
 
 
@@ -134,6 +147,9 @@ class TriageReport:
     files: list[str]
     candidate_lines: int = 0
     notes: list[str] = field(default_factory=list)  # sources read only in part, and why
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why it was not read)
+    root_cause: dict[str, Any] | None = None  # the launcher's "first observed failure"
+    errors: int = 0  # error lines seen (a Python exception, a kill, a CUDA error, ...)
 
     @property
     def top(self) -> Finding | None:
@@ -147,5 +163,8 @@ class TriageReport:
             "files": self.files,
             "candidate_lines": self.candidate_lines,
             "notes": self.notes,
+            "skipped": [{"file": f, "reason": why} for f, why in self.skipped],
+            "root_cause": self.root_cause,
+            "errors": self.errors,
             "next": self.top.walk_command if self.top else None,
         }

@@ -2,37 +2,45 @@
 
 Memory is bounded whatever the log size: per signature a count, a rank set, the first time and
 at most `MAX_EVIDENCE` lines; the loss series is downsampled; the rank view keeps two lines per
-rank. Every other line is dropped as soon as it is read.
+rank; the error tracker one line per source. Every other line is dropped as soon as it is read.
 
 Each source is sniffed first: a metrics file (trainer_state.json, CSV, JSONL, TensorBoard
 events) goes to the loss readers only; a file of Megatron-style iteration lines has those read
-in blocks by the loss package's fast reader while grep looks for the signature needles only
+in blocks by the loss package's fast reader while grep looks for the other needles only
 (started first, so both run at once); any other log goes line by line through one prefilter.
+
+Which signatures exist, where they lead and what their hooks do come from the trees
+(`signatures.SignatureSet`); nothing here names a signature.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from trainmedic.errors import UsageError
 from trainmedic.redact import redact_text
 from trainmedic.textsafe import inert, inert_line
-from trainmedic.triage import lineinfo
+from trainmedic.trees.spec import NEAR_LINES
+from trainmedic.triage import launcher, lineinfo, trends, unmatched
+from trainmedic.triage.hooks import LineContext
+from trainmedic.triage.launcher import LauncherTracker
 from trainmedic.triage.loss import LossTracker
 from trainmedic.triage.rank_compare import RankCompare
 from trainmedic.triage.signatures import (
-    SIGNATURES,
+    SERIES_NEEDLES,
+    SIDE_NEEDLES,
     TRAINING_STARTED,
     Signature,
-    all_needles,
-    needle_index,
-    side_needles,
+    SignatureSet,
+    forest_signatures,
 )
 from trainmedic.triage.sources import (
     InputCut,
@@ -46,6 +54,9 @@ from trainmedic.triage.sources import (
 
 SNIFF_BYTES = 64 << 10
 _MEGATRON_LINE = re.compile(rb"\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?(?:loss|skipped)")
+# an iteration line the block reader already read (a prefilter without grep's exclusion
+# passes it on when a signature needle is on it too)
+_ITERATION_TEXT = re.compile(r"^.{0,40}iteration\s+\d+\s*/\s*\d+\s*\|")
 
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
@@ -53,39 +64,9 @@ MAX_RANKS = 4096
 # around the first failure signature and their tail; every regex after that sees at most this.
 LINE_CAP = 8192
 EVIDENCE_CAP = 2000
-# Xid code -> the hardware tree's node for it (NVIDIA's Xid catalogue, research §3f); codes
-# not listed stay at the `xid` question.
-XID_NODES: dict[int, str] = {
-    **dict.fromkeys((13, 31, 43), "app-fault"),
-    79: "fallen-off-bus",
-    **dict.fromkeys((48, 63, 64, 92, 94, 95), "ecc"),
-    **dict.fromkeys((74, 144, 145, 146, 147, 148, 149, 150), "nvlink"),
-    **dict.fromkeys((119, 120), "gsp"),
-    **dict.fromkeys((8, 46, 61, 62, 140, 143, 154), "gpu-reset"),
-}
-
-_SIZE = r"(\d+(?:\.\d+)?) ?(bytes|KiB|MiB|GiB|TiB)"
-_UNITS = {"bytes": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
-_OOM_FIELDS = {
-    "tried_mib": re.compile(r"Tried to allocate " + _SIZE),
-    "total_mib": re.compile(r"total capaci?ty of " + _SIZE + r"|" + _SIZE + r" total capacity"),
-    "free_mib": re.compile(r"of which " + _SIZE + r" is free|" + _SIZE + r" free\b"),
-    "unallocated_mib": re.compile(_SIZE + r" is reserved by PyTorch but unallocated"),
-    "allocated_mib": re.compile(_SIZE + r" is allocated by PyTorch|" + _SIZE
-                                + r" already allocated"),
-    "reserved_mib": re.compile(_SIZE + r" reserved in total by PyTorch"),
-}
-_OOM_OTHER = re.compile(r"Process (\d+) has " + _SIZE + r" memory in use")
-_OOM_GPU = re.compile(r"\bGPU (\d+)\b")
-_XID = re.compile(r"NVRM: Xid \(PCI:([^)]*)\):\s*(\d+)")
-_NAMED_RANKS = re.compile(r"missing ranks: \{([\d, ]+)\}|ranks \[([\d, ]+)\] are the lagging")
-
-
-def _mib(groups: tuple[str | None, ...]) -> float | None:
-    vals = [g for g in groups if g is not None]
-    if len(vals) < 2:
-        return None
-    return round(float(vals[0]) * _UNITS[vals[1]], 2)
+MAX_HOSTS = 256
+RECENT = 24  # candidate lines of a source kept for times and `near` routes
+MAX_PENDING = 16  # matches waiting for the lines below them (`near` routes)
 
 
 def shorten(text: str, limit: int, focus: int | None = None) -> str:
@@ -111,45 +92,96 @@ def shorten(text: str, limit: int, focus: int | None = None) -> str:
 
 
 @dataclass
-class Hit:
-    """Aggregated matches of one signature (and resolved node)."""
+class _Match:
+    """One line a signature recognised, before it is counted (routing may wait for the lines
+    below it)."""
 
     sig: Signature
+    text: str
+    file: str
+    idx: int
+    lineno: int
+    rank: int | None
+    host: str | None
+    outcome: str | None
+    details: dict[str, Any]
+    named: list[int]
+    when: tuple[datetime | None, bool, bool]
+    before: tuple[tuple[int, str], ...] = ()
+    after: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Hit:
+    """Aggregated matches of one signature (and the node it was routed to)."""
+
+    sig: Signature
+    tree: str
     node: str | None
     count: int = 0
     ranks: set[int] = field(default_factory=set)
+    hosts: set[str] = field(default_factory=set)
     first_time: datetime | None = None
     time_has_year: bool = True
     time_inferred: bool = False
     first_order: tuple[int, int] = (1 << 30, 0)
-    evidence: list[tuple[str, int, str, int | None]] = field(default_factory=list)
-    details: dict = field(default_factory=dict)
+    evidence: list[tuple[str, int, str, int | None, str | None]] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
 
 
 class Scanner:
     """Feed it sources (or text); read `hits`, `loss`, `ranks` and `known_ranks` afterwards."""
 
-    def __init__(self, *, use_grep: bool = True) -> None:
-        self.needles = all_needles()
-        self.side_needles = side_needles()
-        self._index = needle_index()
-        self._combined_b = trie_pattern(self.needles)
-        self._side_b = trie_pattern(self.side_needles)
-        # Signature needles only: progress lines are recognised by the loss tracker's own checks,
-        # and leaving out their very common first letters (" ", "l", "o") keeps this scan fast.
-        sig_needles = sorted({n for sig in SIGNATURES for n in sig.needles}, key=len, reverse=True)
-        self._combined_s = re.compile(trie_pattern(sig_needles).pattern.decode())
+    def __init__(self, *, use_grep: bool = True, signatures: SignatureSet | None = None) -> None:
+        self.signatures = signatures if signatures is not None else forest_signatures()
+        sig_needles = self.signatures.needles()
+        self._index = self.signatures.index
+        self._near = frozenset(self.signatures.near_needles)
+        # Needles that make a line worth Python's time: signatures, the words routes look for
+        # above a match, errors no signature knows, the launcher's summary, progress lines.
+        watch = {*sig_needles, *self._near, *unmatched.NEEDLES, *launcher.NEEDLES,
+                 *trends.NEEDLES}
+        self.needles = _minimal(watch | set(SERIES_NEEDLES))
+        # Megatron-style logs: the loss package reads the iteration lines in blocks, so the
+        # prefilter looks for everything but the progress lines
+        self.side_needles = _minimal(watch | set(SIDE_NEEDLES))
+        # Progress lines are recognised by the loss tracker's own checks; leaving out their very
+        # common first letters (" ", "l", "o") keeps this per-line scan fast. A lookahead finds
+        # needles that overlap ("exits with return code = -9" holds two); the trie takes the
+        # longest at each position, so the needles it starts with are added back by `_prefixes`.
+        trie = trie_pattern(sorted(watch, key=len, reverse=True)).pattern.decode()
+        self._combined_s = re.compile(f"(?=({trie}))")
+        self._prefixes = {n: [p for p in watch if n.startswith(p)] for n in watch}
+        self._error_needles = frozenset(unmatched.NEEDLES)
+        self._launcher_needles = frozenset(launcher.NEEDLES)
+        self._trend_needles = frozenset(trends.NEEDLES)
         self.use_grep = use_grep
-        self.hits: dict[tuple[str, str | None], Hit] = {}
+        self.hits: dict[tuple[str, str, str | None], Hit] = {}
         self.loss = LossTracker()
         self.ranks = RankCompare()
+        self.launcher = LauncherTracker()
+        self.errors = unmatched.ErrorTracker()
+        self.steptimes = trends.StepTimes()  # one series: the first source that prints one
         self.known_ranks: set[int] = set()
+        self.hosts: set[str] = set()
         self.candidate_lines = 0
         self.files: list[str] = []
         self.notes: list[str] = []  # sources read only in part, and why
         self.redact = self.evidence_text
         self._started_in_source = False
         self._progress_in_source = False
+        self._pending: deque[_Match] = deque()
+        self._block_read = False  # this source's iteration lines go to the block reader
+
+    # The Python prefilters' patterns are built when first needed: with grep on a large file
+    # (the common case for a big log) they are not needed at all.
+    @functools.cached_property
+    def _combined_b(self) -> re.Pattern[bytes]:
+        return trie_pattern(self.needles)
+
+    @functools.cached_property
+    def _side_b(self) -> re.Pattern[bytes]:
+        return trie_pattern(self.side_needles)
 
     # ---- driving -------------------------------------------------------------------------
     def scan(self, source: Source) -> None:
@@ -183,7 +215,11 @@ class Scanner:
                 if close is not None:
                     close()
                 raise
-            self._scan_lines(source, idx, lines, recent)
+            self._block_read = True
+            try:
+                self._scan_lines(source, idx, lines, recent)
+            finally:
+                self._block_read = False
             return
         self._scan(source, start_candidates(source, self.needles, self._combined_b,
                                             use_grep=self.use_grep))
@@ -226,12 +262,19 @@ class Scanner:
         idx, recent = self._begin(source)
         self._scan_lines(source, idx, lines, recent)
 
-    def _begin(self, source: Source) -> tuple[int, list[str]]:
+    def finish(self) -> None:
+        """Call once after the last source."""
+        self.errors.finish()
+
+    def _begin(self, source: Source) -> tuple[int, deque[tuple[int, str]]]:
         self.files.append(source.name)
         if source.rank is not None:
             self.known_ranks.add(source.rank)
         self._started_in_source = self._progress_in_source = False
-        return len(self.files) - 1, []  # the last few candidate lines of this source
+        self.errors.new_source()
+        self.launcher.new_source()
+        # the last few candidate lines of this source: times, and `near` routes
+        return len(self.files) - 1, deque(maxlen=RECENT)
 
     def evidence_text(self, text: str) -> str:
         """A log line as evidence: secrets redacted (before any cut, so no half secret is
@@ -243,15 +286,17 @@ class Scanner:
         return inert(text)
 
     def _scan_lines(self, source: Source, idx: int, lines: Iterator[tuple[int, bytes]],
-                    recent: list[str]) -> None:
+                    recent: deque[tuple[int, str]]) -> None:
         try:
             for lineno, raw in lines:
                 self._raw_line(raw.decode("utf-8", "replace"), source, idx, lineno, recent)
         except InputCut as cut:
             self.notes.append(inert_line(str(cut)))
+        finally:
+            self._flush_pending()
 
-    def _raw_line(self, text: str, source: Source, idx: int, lineno: int, recent: list[str],
-                  *, loss: bool = True) -> None:
+    def _raw_line(self, text: str, source: Source, idx: int, lineno: int,
+                  recent: deque[tuple[int, str]], *, loss: bool = True) -> None:
         self.candidate_lines += 1
         for seg in lineinfo.segments(text):
             if len(seg) > LINE_CAP:  # keep head, the part around a signature, and tail
@@ -259,101 +304,152 @@ class Scanner:
                 seg = shorten(seg, LINE_CAP, found.start() if found else None)
             self._line(lineinfo.clean(seg), source, idx, lineno, recent, loss=loss)
 
-    def _line(self, text: str, source: Source, idx: int, lineno: int, last_time: list,
-              *, loss: bool = True) -> None:
+    def _line(self, text: str, source: Source, idx: int, lineno: int,
+              recent: deque[tuple[int, str]], *, loss: bool = True) -> None:
         if lineno == 1 and text.startswith(("# source:", "# synthetic", "# assembled")):
             return  # provenance header of a fixture / saved excerpt
-        found = self._combined_s.findall(text)
-        last_time.append(text)  # times are parsed lazily: only a finding needs one
-        if len(last_time) > 8:
-            del last_time[0]
+        found = dict.fromkeys(p for n in self._combined_s.findall(text) for p in self._prefixes[n])
+        recent.append((lineno, text))  # times are parsed lazily: only a finding needs one
+        if self._pending:
+            self._watch_pending(text, lineno)
         sigs: list[Signature] = []
-        for needle in dict.fromkeys(found):
+        for needle in found:
             for sig in self._index.get(needle, ()):
                 if sig not in sigs:
                     sigs.append(sig)
         rank: int | None = None
+        host: str | None = None
         resolved = False
+        covered = False
         for sig in sigs:
             if sig.confirm is not None and not sig.confirm.search(text):
                 continue
             if sig.exclude is not None and sig.exclude.search(text):
                 continue
             if not resolved:
-                rank, resolved = self._rank(text, source), True
-            self._hit(sig, text, source, idx, lineno, rank, last_time)
+                rank, host, resolved = *self._who(text, source), True
+            self._hit(sig, text, source, idx, lineno, rank, host, recent)
+            covered = True
         if "WorkNCCL(" in text or "last enqueued" in text:
             if not resolved:
-                rank, resolved = self._rank(text, source), True
+                rank, host, resolved = *self._who(text, source), True
             self.ranks.feed(text, rank, (source.name, lineno))
-        if loss and self.loss.feed(text, lineno):
+        if found and not self._error_needles.isdisjoint(found):
+            if not resolved:
+                rank, host, resolved = *self._who(text, source), True
+            self.errors.feed(text, source.name, lineno, covered=covered, rank=rank, host=host)
+        if found and not self._launcher_needles.isdisjoint(found):
+            self.launcher.feed(text, source.name, lineno)
+        if found and not self._trend_needles.isdisjoint(found) and (
+                self.steptimes.first is None or self.steptimes.first[0] == source.name):
+            self.steptimes.feed(text, source.name, lineno)
+        if loss and not (self._block_read and _ITERATION_TEXT.search(text)) \
+                and self.loss.feed(text, lineno):
             self._progress_in_source = True
         elif not found and any(m in text for m in TRAINING_STARTED):
             self._started_in_source = True
 
-    def _rank(self, text: str, source: Source) -> int | None:
+    def _who(self, text: str, source: Source) -> tuple[int | None, str | None]:
         rank = lineinfo.line_rank(text)
         if rank is None:
             rank = source.rank
         if rank is not None and len(self.known_ranks) < MAX_RANKS:
             self.known_ranks.add(rank)
-        return rank
+        host = lineinfo.line_host(text)
+        if host is not None and len(self.hosts) < MAX_HOSTS:
+            self.hosts.add(host)
+        return rank, host
 
     # ---- recording -----------------------------------------------------------------------
+    def _route(self, m: _Match) -> tuple[str, str | None]:
+        """Where this match leads: the first route whose conditions all hold, else the node
+        the signature is declared on."""
+        for route in m.sig.routes:
+            if route.outcome is not None and route.outcome != m.outcome:
+                continue
+            if route.line is not None and not route.line.search(m.text):
+                continue
+            if route.near and not (m.after & set(route.near) or any(
+                    n in line for ln, line in m.before if m.lineno - ln <= NEAR_LINES
+                    for n in route.near)):
+                continue
+            return route.tree, route.node
+        return m.sig.tree, m.sig.node
+
     def _hit(self, sig: Signature, text: str, source: Source, idx: int, lineno: int,
-             rank: int | None, recent: list[str]) -> None:
-        node = sig.node
-        details: dict = {}
-        if sig.id == "cuda-oom":
-            node, details = _oom(text)
+             rank: int | None, host: str | None, recent: deque[tuple[int, str]]) -> None:
+        details: dict[str, Any] = {}
+        outcome = None
+        named: list[int] = []
+        if sig.hook is not None:
             first = self.loss.lines.first_progress_line
             progressed = self._progress_in_source or (first is not None and first < lineno)
-            if node is None and self._started_in_source and not progressed:
-                node = "first-iteration"  # training began but no step finished: it cannot fit
-        elif sig.id == "xid":
-            m = _XID.search(text)
-            code = int(m.group(2)) if m else None
-            node = XID_NODES.get(code, node) if code is not None else node
-            details = {"codes": [code] if code is not None else [],
-                       "pci": [inert_line(m.group(1)[:64])] if m else []}
-        elif sig.id == "lagging-ranks":
-            # fr_trace "missing ranks: {1, 3}" / desync report "ranks [2, 5] are the lagging ranks"
-            m = _NAMED_RANKS.search(text)
-            if m:
-                named = [int(r) for r in re.findall(r"\d+", m.group(1) or m.group(2))]
-                details = {"named_ranks": named}
+            ctx = LineContext(self._started_in_source, progressed)
+            result = sig.hook.read(text, ctx)
+            outcome, details, named = result.outcome, result.details, result.ranks[:MAX_RANKS]
+            if named:  # the line names ranks (a desync report): those are the ones, not its own
                 rank = None
-                hit = self.hits.get((sig.id, node))
-                for r in named:
-                    self.known_ranks.add(r)
-                if hit is not None:
-                    hit.ranks.update(named)
-                else:
-                    self.hits[(sig.id, node)] = Hit(sig, node, ranks=set(named), details=details)
-        key = (sig.id, node)
+                self.known_ranks.update(named)
+        m = _Match(sig, text, source.name, idx, lineno, rank, host, outcome, details, named,
+                   _time_of(recent))
+        if any(r.near for r in sig.routes):
+            # `near` also looks below the match (IPython prints the exception above the frames):
+            # decide once the lines that follow are read
+            m.before = tuple(recent)
+            self._pending.append(m)
+            if len(self._pending) > MAX_PENDING:
+                self._record(self._pending.popleft())
+            return
+        self._record(m)
+
+    def _watch_pending(self, text: str, lineno: int) -> None:
+        while self._pending and lineno - self._pending[0].lineno > NEAR_LINES:
+            self._record(self._pending.popleft())
+        for m in self._pending:
+            if m.lineno != lineno:
+                for route in m.sig.routes:
+                    m.after.update(n for n in route.near if n in text)
+
+    def _flush_pending(self) -> None:
+        while self._pending:
+            self._record(self._pending.popleft())
+
+    def _record(self, m: _Match) -> None:
+        sig = m.sig
+        tree, node = self._route(m)
+        key = (sig.id, tree, node)
         hit = self.hits.get(key)
         if hit is None:
-            hit = self.hits[key] = Hit(sig, node, details=details)
-        elif sig.id == "xid" and details.get("codes"):
-            for k in ("codes", "pci"):
-                for v in details[k]:
-                    if v not in hit.details[k] and len(hit.details[k]) < 32:
-                        hit.details[k].append(v)
-        elif sig.id == "cuda-oom" and not hit.details.get("tried_mib") and details:
-            hit.details = details
+            hit = self.hits[key] = Hit(sig, tree, node, details=m.details)
+        elif m.details and sig.hook is not None and sig.hook.merge is not None:
+            sig.hook.merge(hit.details, m.details)
+        hit.ranks.update(m.named)
         hit.count += 1
-        if rank is not None and len(hit.ranks) < MAX_RANKS:
-            hit.ranks.add(rank)
-        when, has_year, inferred = _time_of(recent)
+        if m.rank is not None and len(hit.ranks) < MAX_RANKS:
+            hit.ranks.add(m.rank)
+        if m.host is not None and len(hit.hosts) < MAX_HOSTS:
+            hit.hosts.add(m.host)
+        when, has_year, inferred = m.when
         if when is not None and (hit.first_time is None or _earlier(when, has_year, hit)):
             hit.first_time, hit.time_has_year, hit.time_inferred = when, has_year, inferred
-        order = (idx, lineno)
-        hit.first_order = min(hit.first_order, order)
+        hit.first_order = min(hit.first_order, (m.idx, m.lineno))
+        line = (m.file, m.lineno, self.redact(m.text.strip()), m.rank, m.host)
         if len(hit.evidence) < MAX_EVIDENCE:
-            hit.evidence.append((source.name, lineno, self.redact(text.strip()), rank))
-        elif rank is not None and all(e[3] != rank for e in hit.evidence) and len(hit.ranks) <= 2:
-            # keep one line of a second rank so the evidence shows who else saw it
-            hit.evidence[-1] = (source.name, lineno, self.redact(text.strip()), rank)
+            hit.evidence.append(line)
+        elif (m.rank is not None and all(e[3] != m.rank for e in hit.evidence)
+              and len(hit.ranks) <= 2):
+            hit.evidence[-1] = line  # keep one line of a second rank: who else saw it
+
+
+def _minimal(needles: set[str]) -> list[str]:
+    """The needles a prefilter needs: one that holds another is redundant (a line with it has
+    the shorter one too), and fewer alternatives keep grep fast. Longest first, so an
+    alternation prefers the specific one."""
+    keep: list[str] = []
+    for needle in sorted(needles, key=len):
+        if not any(k in needle for k in keep):
+            keep.append(needle)
+    return sorted(keep, key=lambda n: (-len(n), n))
 
 
 def _open_plain(source: Source):
@@ -365,10 +461,12 @@ def _open_plain(source: Source):
     return open(source.path, "rb")
 
 
-def _time_of(recent: list[str]) -> tuple[datetime | None, bool, bool]:
+def _time_of(recent: deque[tuple[int, str]]) -> tuple[datetime | None, bool, bool]:
     """(time, has a year, inferred): the line's own time (the last of `recent`), else the
     nearest earlier candidate line's."""
-    for back, text in enumerate(reversed(recent)):
+    for back, (_ln, text) in enumerate(reversed(recent)):
+        if back >= 8:
+            break
         t, has_year = lineinfo.line_time_year(text)
         if t is not None:
             return t, has_year, back > 0
@@ -381,35 +479,3 @@ def _earlier(when: datetime, has_year: bool, hit: Hit) -> bool:
     if has_year != hit.time_has_year:
         return False  # not comparable without a year; keep the first seen
     return when < hit.first_time
-
-
-def _oom(text: str) -> tuple[str | None, dict]:
-    """Numbers of a CUDA OOM message and the node they point to."""
-    d: dict = {}
-    for key, rx in _OOM_FIELDS.items():
-        m = rx.search(text)
-        if m:
-            val = _mib(m.groups())
-            if val is not None:
-                d[key] = val
-    if "unallocated_mib" not in d and "reserved_mib" in d and "allocated_mib" in d:
-        d["unallocated_mib"] = round(d["reserved_mib"] - d["allocated_mib"], 2)
-    gpu = _OOM_GPU.search(text)
-    if gpu:
-        d["gpu"] = int(gpu.group(1))
-    others = [(int(m.group(1)), _mib(m.groups()[1:])) for m in _OOM_OTHER.finditer(text)]
-    if others:
-        d["other_processes"] = [{"pid": pid, "mib": mib} for pid, mib in others]
-    total = d.get("total_mib") or 0.0
-    unalloc = d.get("unallocated_mib") or 0.0
-    tried = d.get("tried_mib") or 0.0
-    if "this process has" not in text and others:
-        # Before PyTorch 2.2 the process itself is listed as "Process PID" too: drop the largest.
-        others = sorted(others, key=lambda o: o[1] or 0.0)[:-1]
-    foreign = sum(o[1] or 0.0 for o in others)
-    if others and foreign >= max(1024.0, 0.1 * total):
-        return "other-process", d
-    if unalloc >= 1024.0 or (total and unalloc >= 0.1 * total) or (unalloc >= tried > 0
-                                                                    and unalloc >= 256.0):
-        return "fragmentation", d
-    return None, d

@@ -42,8 +42,19 @@ GZ_MAX_BYTES = 64 << 30
 SKIP_SUFFIXES = (".pt", ".pth", ".pkl", ".bin", ".safetensors", ".npy", ".npz", ".png", ".jpg",
                  ".jpeg", ".so", ".whl", ".zip", ".tar", ".idx", ".distcp")
 
-_RANK_IN_NAME = re.compile(r"(?:rank|node_rank|local_rank)[_-]?(\d+)", re.I)
-_RANK_SUFFIX = re.compile(r"[-_.](\d+)\.(?:out|err|log|txt)(?:\.gz)?$", re.I)
+# Notes, runbooks and reports in an incident folder are prose about a failure, not its log.
+NOTE_SUFFIXES = (".md", ".markdown", ".mmd", ".rst", ".html")
+
+_RANK_IN_NAME = re.compile(r"(?<![a-z_])(?:rank|local_rank)[_-]?(\d+)", re.I)
+_RANK_SUFFIX = re.compile(r"[-_.](\d{1,5})\.(?:out|err|log|txt)(?:\.gz)?$", re.I)
+# Slurm's default names carry the job id (and array index), never a rank: slurm-884213.out,
+# slurm-884213_7.out
+_JOB_NAME = re.compile(r"^slurm-\d+(?:_\d+)?\.(?:out|err)(?:\.gz)?$", re.I)
+_TRAINMEDIC_JSON = re.compile(
+    rb'^\s*\{\s*"(?:schema_version|\$schema)"'  # every --json output starts so
+    rb'|"schema_version":\s*\d+,\s*"findings"'
+    rb'|^\s*\{\s*"version":\s*\d+,\s*"id":\s*"[^"]*",\s*"tree":'  # a saved walk
+)
 
 
 class InputCut(Exception):
@@ -74,12 +85,65 @@ class Source:
 
 def rank_from_name(name: str) -> int | None:
     base = os.path.basename(name)
+    if _JOB_NAME.match(base):
+        return None
     m = _RANK_IN_NAME.search(base) or _RANK_SUFFIX.search(base)
     return int(m.group(1)) if m else None
 
 
-def expand_paths(paths: list[str]) -> list[Source]:
-    """Files as given, folders recursively (sorted, hidden entries skipped), `-` as stdin."""
+def _written_by_us(path: str) -> bool:
+    """A report, export or saved walk trainmedic wrote (its evidence quotes log lines)."""
+    if not path.endswith(".json"):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return _TRAINMEDIC_JSON.search(head) is not None
+
+
+def unreadable_reason(source: Source) -> str | None:
+    """Why a file is not a log to read (empty, binary), from its first bytes; None if it is."""
+    if source.path is None or source.data is not None:
+        return None
+    try:
+        stream = _open(source)
+        try:
+            head = stream.read(8192)
+        finally:
+            stream.close()
+    except (UsageError, OSError, EOFError) as exc:
+        return f"cannot read: {exc}"
+    if not head:
+        return "empty"
+    if _binary(head):
+        return "binary, not a text log"
+    return None
+
+
+_TEXT_CONTROLS = frozenset("\t\n\r\x0c\x1b")
+
+
+def _binary(head: bytes) -> bool:
+    """Mostly control bytes besides NUL: a checkpoint, an image, a core file. NUL runs are left
+    out (a crashed writer's padding, a preallocated file: the text around them is still a log,
+    and a head of NULs only is left to the reader, which stops at `NO_BREAK` bytes without a line
+    break); a few stray control bytes (a pasted escape) leave a log a log."""
+    text = head.replace(b"\0", b"").decode("utf-8", "replace")
+    odd = sum(1 for c in text if c == "\ufffd" or c == "\x7f"
+              or (c < " " and c not in _TEXT_CONTROLS))
+    return odd > len(text) * 0.3
+
+
+def expand_paths(paths: list[str], skipped: list[tuple[str, str]] | None = None) -> list[Source]:
+    """Files as given, folders recursively (sorted, hidden entries skipped), `-` as stdin.
+
+    Inside a folder, what is not a log is passed over and, when `skipped` is given, named there
+    with the reason: unreadable files, notes and reports (Markdown), files trainmedic wrote.
+    """
+    if skipped is None:
+        skipped = []
     sources: list[Source] = []
     for given in paths:
         if given == "-":
@@ -94,11 +158,22 @@ def expand_paths(paths: list[str]) -> list[Source]:
                         continue
                     full = os.path.join(root, fname)
                     # inside a folder, sockets/FIFOs and unreadable files are skipped, not fatal
-                    if not os.path.isfile(full) or not os.access(full, os.R_OK):
+                    if not os.path.isfile(full):
+                        continue
+                    if not os.access(full, os.R_OK):
+                        skipped.append((full, "permission denied"))
+                        continue
+                    if fname.lower().endswith(NOTE_SUFFIXES):
+                        skipped.append((full, "notes or a report, not a log"))
+                        continue
+                    if _written_by_us(full):
+                        skipped.append((full, "written by trainmedic"))
                         continue
                     sources.append(Source(name=full, path=full, rank=rank_from_name(full)))
             if len(sources) == before:  # "clean" must never mean "read nothing"
-                raise UsageError(f"{given}: no readable log file in this folder")
+                listed = ", ".join(f"{os.path.basename(n)}: {r}" for n, r in skipped[:4])
+                raise UsageError(f"{given}: no readable log file in this folder"
+                                 + (f" (skipped: {listed})" if skipped else ""))
             continue
         if not os.path.exists(given):
             raise UsageError(f"{given}: no such file or directory")

@@ -204,7 +204,7 @@ def test_step_time_regression():
     r = triage_text(megatron_log(v, times=times))
     t = r.loss.step_time
     assert t is not None and t.ratio > 1.5 and 1800 <= t.start <= 2800
-    assert "slow-training#where" in links(r)
+    assert "slow-training#step-time-creep" in links(r)  # the node for a growing step time
 
 
 def test_unrecovered_spike_without_saves_says_so():

@@ -1,0 +1,68 @@
+"""Findings that come from analysing the whole log rather than from one message.
+
+A tree declares such a finding like any signature, with `derive: NAME` instead of needles; the
+names are the analyses below. Some conclude more than the finding (an *outcome*, e.g. a NaN is
+`sudden`), which the signature's `routes` can send to a more precise node.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trainmedic.triage.loss.model import LossAnalysis
+
+# the loss package's detectors (one finding per event kind, see ranking._run_findings)
+LOSS_ANALYSES = ("loss-spike", "loss-nan", "grad-norm-explosion", "loss-scale-collapse",
+                 "overflow-burst", "loss-divergence", "step-time-regression")
+# rank-comparison verdict kind -> analysis name
+RANK_ANALYSES = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
+# analyses of the whole log once it is read
+WHOLE_LOG = ("loss-plateau", "step-time-creep")
+# what an analysis can conclude, for its signature's routes (`outcome:`)
+OUTCOMES: dict[str, frozenset[str]] = {
+    "loss-nan": frozenset({"sudden"}), "loss-plateau": frozenset({"identical"}),
+}
+
+ANALYSES = frozenset(LOSS_ANALYSES) | frozenset(RANK_ANALYSES.values()) | frozenset(WHOLE_LOG)
+
+
+def loss_outcome(name: str, loss: LossAnalysis) -> str | None:
+    """What a loss analysis concludes beyond its finding: a NaN is `sudden` when steps with a
+    finite loss came before it and the gradient norm neither exploded nor went NaN first (the
+    tree then asks where the NaN was born, not what drove it up)."""
+    if name != "loss-nan":
+        return None
+    nan_seen = loss.nan_count or loss.missing_loss_steps
+    if nan_seen and loss.count >= 2 and not loss.grad_explosions \
+            and not loss.grad_norm_nan_count and not loss.loss_scale_collapsed:
+        return "sudden"
+    return None
+
+
+def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
+                                                 list[tuple[str, int, str]]] | None:
+    """(summary, outcome, details, evidence lines) of a whole-log analysis, or None."""
+    from trainmedic.triage.trends import plateau
+
+    if name == "loss-plateau":
+        for loss, _evidence in scanner.loss.runs:
+            found = plateau(loss.points)
+            if found is None:
+                continue
+            how = ("never moved from the first logged step" if found["identical"] else
+                   f"from step {found['from_step']} to {found['to_step']}")
+            return (f"the loss stays at {found['value']:.6g} ({found['points']} logged "
+                    f"points, {how}): the model is not learning",
+                    "identical" if found["identical"] else None, found, [])
+        return None
+    if name == "step-time-creep":
+        st = scanner.steptimes
+        creep = st.creep()
+        if creep is None:
+            return None
+        lines = [x for x in (st.first, st.last) if x is not None]
+        return (f"the step time grows through the run: median {creep['early']:.4g} early, "
+                f"{creep['late']:.4g} late ({creep['ratio']:.2f}x, {creep['points']} readings)",
+                None, creep, lines)
+    return None

@@ -1,0 +1,317 @@
+"""Named hooks: the few things about a log line that data in a tree cannot express.
+
+A signature in a tree names a hook (`hook: cuda-oom`); the hook reads numbers from the line
+(OOM sizes, Xid codes, the ranks a desync report names), concludes an *outcome* that the
+signature's `routes` map to a node (`outcome: fragmented -> fragmentation`), merges what repeated
+lines add, and writes the finding's summary. Which node an outcome leads to, the needles, the
+weights and every message stay in the YAML; `trainmedic lint` checks each outcome a route names
+against `OUTCOMES` here.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+MiB = float
+
+
+class HitView(Protocol):
+    """What a hook may read of the aggregated matches of its signature."""
+
+    count: int
+    details: dict[str, Any]
+    node: str | None
+
+
+@dataclass
+class LineResult:
+    outcome: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+    ranks: list[int] = field(default_factory=list)  # ranks the line names (not who printed it)
+
+
+@dataclass(frozen=True)
+class LineContext:
+    """What the scanner knows about the source when the line is read."""
+
+    started: bool  # a "training started" line was seen in this source
+    progressed: bool  # a progress (iteration/loss) line was seen in this source
+
+
+@dataclass(frozen=True)
+class Hook:
+    name: str
+    outcomes: frozenset[str]
+    read: Callable[[str, LineContext], LineResult]
+    merge: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+    summary: Callable[[HitView, Any], str | None] | None = None
+    keep: Callable[[HitView, Any], bool] | None = None
+
+
+# ---- cuda-oom: the caching allocator's message and its numbers ------------------------------
+
+_SIZE = r"(\d+(?:\.\d+)?) ?(bytes|KiB|MiB|GiB|TiB)"
+_UNITS = {"bytes": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
+_OOM_FIELDS = {
+    "tried_mib": re.compile(r"Tried to allocate " + _SIZE),
+    "total_mib": re.compile(r"total capaci?ty of " + _SIZE + r"|" + _SIZE + r" total capacity"),
+    "free_mib": re.compile(r"of which " + _SIZE + r" is free|" + _SIZE + r" free\b"),
+    "unallocated_mib": re.compile(_SIZE + r" is reserved by PyTorch but unallocated"),
+    "allocated_mib": re.compile(_SIZE + r" is allocated by PyTorch|" + _SIZE
+                                + r" already allocated"),
+    "reserved_mib": re.compile(_SIZE + r" reserved in total by PyTorch"),
+}
+_OOM_OTHER = re.compile(r"Process (\d+) has " + _SIZE + r" memory in use")
+_OOM_GPU = re.compile(r"\bGPU (\d+)\b")
+
+
+def _mib(groups: tuple[str | None, ...]) -> MiB | None:
+    vals = [g for g in groups if g is not None]
+    if len(vals) < 2:
+        return None
+    return round(float(vals[0]) * _UNITS[vals[1]], 2)
+
+
+def oom_numbers(text: str) -> dict[str, Any]:
+    """The sizes a CUDA OOM message states (MiB), the GPU and the other processes it lists."""
+    d: dict[str, Any] = {}
+    for key, rx in _OOM_FIELDS.items():
+        m = rx.search(text)
+        if m:
+            val = _mib(m.groups())
+            if val is not None:
+                d[key] = val
+    if "unallocated_mib" not in d and "reserved_mib" in d and "allocated_mib" in d:
+        d["unallocated_mib"] = round(d["reserved_mib"] - d["allocated_mib"], 2)
+    gpu = _OOM_GPU.search(text)
+    if gpu:
+        d["gpu"] = int(gpu.group(1))
+    others = [(int(m.group(1)), _mib(m.groups()[1:])) for m in _OOM_OTHER.finditer(text)]
+    if others:
+        d["other_processes"] = [{"pid": pid, "mib": mib} for pid, mib in others]
+    return d
+
+
+def oom_outcome(text: str, d: dict[str, Any]) -> str | None:
+    """What the numbers say: another process holds the GPU, the cache is fragmented, or the
+    request cannot fit even in all free and cached memory (then it is not fragmentation)."""
+    total = d.get("total_mib") or 0.0
+    unalloc = d.get("unallocated_mib") or 0.0
+    tried = d.get("tried_mib") or 0.0
+    free = d.get("free_mib")
+    others = [(o["pid"], o["mib"]) for o in d.get("other_processes", [])]
+    own = d.get("allocated_mib") or 0.0
+    if "this process has" not in text and others:
+        # Before PyTorch 2.2 the process itself is listed as "Process PID" too: drop the largest.
+        others = sorted(others, key=lambda o: o[1] or 0.0)[:-1]
+    foreign = sum(o[1] or 0.0 for o in others)
+    if others and foreign >= max(1024.0, 0.1 * total) and not _same_process(own, others):
+        return "other-process"
+    if tried and free is not None and free + unalloc < tried:
+        return "does-not-fit"  # even a perfectly defragmented cache could not serve it
+    if unalloc >= 1024.0 or (total and unalloc >= 0.1 * total) or (unalloc >= tried > 0
+                                                                    and unalloc >= 256.0):
+        return "fragmented"
+    return None
+
+
+def _same_process(own: float, others: list[tuple[int, float | None]]) -> bool:
+    """In a container the process may be listed under another PID namespace's number: one
+    "other" process holding about what PyTorch itself allocated is this process."""
+    if len(others) != 1 or not own:
+        return False
+    mib = others[0][1] or 0.0
+    return own <= mib <= own * 1.15 + 1024.0
+
+
+def _read_oom(text: str, ctx: LineContext) -> LineResult:
+    d = oom_numbers(text)
+    outcome = oom_outcome(text, d)
+    if outcome is None and ctx.started and not ctx.progressed:
+        outcome = "no-step-finished"  # training began but no step finished: it cannot fit
+    return LineResult(outcome, d)
+
+
+def _merge_oom(old: dict[str, Any], new: dict[str, Any]) -> None:
+    if not old.get("tried_mib") and new:
+        old.clear()
+        old.update(new)
+
+
+def gib(mib: float | None) -> str:
+    if mib is None:
+        return "?"
+    return f"{mib / 1024:.2f} GiB" if mib >= 1024 else f"{mib:.2f} MiB"
+
+
+_OOM_ENDINGS = {
+    "fragmentation": ": the cache is fragmented, try expandable_segments:True",
+    "first-iteration": ": training started but no step finished, the configuration does not fit",
+    "checkpoint-save": ": while saving a checkpoint (gathering the full state on one GPU)",
+    "eval-oom": ": during evaluation",
+}
+
+
+def _oom_summary(hit: HitView, _view: Any) -> str:
+    d = hit.details
+    parts = []
+    if "tried_mib" in d:
+        parts.append(f"tried {gib(d['tried_mib'])}")
+    if "total_mib" in d:
+        parts.append(f"of {gib(d['total_mib'])}")
+    if "free_mib" in d:
+        parts.append(f"{gib(d['free_mib'])} free")
+    if "unallocated_mib" in d:
+        parts.append(f"{gib(d['unallocated_mib'])} reserved but unallocated")
+    text = "CUDA out of memory" + (f" ({', '.join(parts)})" if parts else "")
+    if hit.node == "other-process":
+        pids = ", ".join(str(o["pid"]) for o in d.get("other_processes", []))
+        return text + f": another process (pid {pids}) holds GPU memory"
+    if d.get("tried_mib") and d.get("free_mib") is not None and hit.node != "fragmentation" and (
+            d["free_mib"] + (d.get("unallocated_mib") or 0.0) < d["tried_mib"]):
+        text += ": free plus cached memory is less than the request, so it does not fit"
+    return text + _OOM_ENDINGS.get(hit.node or "", "")
+
+
+# ---- xid: the code and the GPU of a kernel Xid line -----------------------------------------
+
+_XID = re.compile(r"NVRM: Xid \(PCI:([^)]*)\):\s*(\d+)")
+
+
+def _read_xid(text: str, _ctx: LineContext) -> LineResult:
+    m = _XID.search(text)
+    if m is None:
+        return LineResult(None, {"codes": [], "pci": []})
+    return LineResult(None, {"codes": [int(m.group(2))], "pci": [m.group(1)[:64]]})
+
+
+def _merge_lists(old: dict[str, Any], new: dict[str, Any]) -> None:
+    for key, values in new.items():
+        bucket = old.setdefault(key, [])
+        for value in values:
+            if value not in bucket and len(bucket) < 32:
+                bucket.append(value)
+
+
+def _xid_summary(hit: HitView, _view: Any) -> str | None:
+    codes = ", ".join(str(c) for c in hit.details.get("codes", []))
+    return f"Xid {codes} in the kernel log" if codes else None
+
+
+# ---- named-ranks: ranks a desync report or flight-recorder analysis names --------------------
+
+_NAMED_RANKS = re.compile(r"missing ranks: \{([\d, ]+)\}|ranks \[([\d, ]+)\] are the lagging")
+
+
+def _read_named_ranks(text: str, _ctx: LineContext) -> LineResult:
+    m = _NAMED_RANKS.search(text)
+    if m is None:
+        return LineResult()
+    named = [int(r) for r in re.findall(r"\d+", m.group(1) or m.group(2))]
+    return LineResult(None, {"named_ranks": named}, named)
+
+
+# ---- overflow-burst: fp16 overflow lines are warm-up noise unless they keep coming -----------
+
+OVERFLOW_NOISE = 20  # fewer fp16 overflow skips than this is the scaler's normal start-up search
+
+
+def _keep_overflow(hit: HitView, view: Any) -> bool:
+    return hit.count >= OVERFLOW_NOISE or bool(view.loss.analysis.loss_scale_collapsed)
+
+
+def _overflow_summary(hit: HitView, _view: Any) -> str:
+    return f"{hit.count} fp16 gradient overflows (steps skipped)"
+
+
+# ---- child-failed: torchrun's "Root Cause (first observed failure)" block --------------------
+
+def exit_meaning(code: int | None) -> str:
+    """What a worker's exit code says, in words (negative: killed by that signal)."""
+    if code is None:
+        return "exit code unknown"
+    if code == -9:
+        return "SIGKILL: the host's OOM killer or the scheduler ended it"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        extra = {-6: " (an abort: C++ exception, NCCL watchdog, failed assert)",
+                 -7: " (a bus error: often /dev/shm too small)",
+                 -11: " (a segmentation fault in native code)",
+                 -15: " (stopped from outside: scancel, a time limit, another rank's failure)"}
+        return f"killed by {name}{extra.get(code, '')}"
+    return "a Python exception: its traceback is above the summary" if code == 1 else (
+        f"exit code {code}")
+
+
+def _child_summary(_hit: HitView, view: Any) -> str | None:
+    cause = view.launcher.root_cause
+    if cause is None:
+        return None
+    where = []
+    if cause.rank is not None:
+        where.append(f"rank {cause.rank}" + (f" (local {cause.local_rank})"
+                                             if cause.local_rank is not None else ""))
+    if cause.host:
+        where.append(f"on {cause.host}")
+    who = " ".join(where) or "a worker"
+    if cause.exitcode is None:
+        return f"the launcher's summary: {who} failed first (its exit code is cut off)"
+    return (f"the launcher's summary: {who} failed first, exitcode {cause.exitcode} "
+            f"({exit_meaning(cause.exitcode)})")
+
+
+def _keep_sigkill(_hit: HitView, view: Any) -> bool:
+    """A -9 is the cause unless the launcher names another first failure and lists the -9s
+    as the workers it stopped afterwards (torchrun escalates SIGTERM to SIGKILL)."""
+    root = view.launcher.root_cause
+    killed = view.launcher.killed_ranks
+    return root is None or root.exitcode == -9 or not killed or root.rank in killed
+
+
+# ---- global-shape: a distributed checkpoint's "loaded" vs "expected" global shape -----------
+
+_SHAPES = re.compile(r"for loaded \(+(?:torch\.Size\(\[)?([\d, ]+)\]?\)+ and expected "
+                     r"\(+(?:torch\.Size\(\[)?([\d, ]+)")
+
+
+def _read_global_shape(text: str, _ctx: LineContext) -> LineResult:
+    """`sliced` when the shapes differ in one dimension by a whole factor (a tensor-parallel
+    slice of the same tensor), not in the model's dimensions."""
+    m = _SHAPES.search(text)
+    if m is None:
+        return LineResult()
+    loaded = [int(x) for x in m.group(1).replace(" ", "").split(",") if x]
+    expected = [int(x) for x in m.group(2).replace(" ", "").split(",") if x]
+    details = {"loaded": loaded, "expected": expected}
+    if len(loaded) != len(expected):
+        return LineResult(None, details)
+    diff = [(a, b) for a, b in zip(loaded, expected, strict=True) if a != b]
+    if len(diff) == 1:
+        small, big = sorted(diff[0])
+        if small and big % small == 0:
+            return LineResult("sliced", details)
+    return LineResult(None, details)
+
+
+def _read_nothing(_text: str, _ctx: LineContext) -> LineResult:
+    return LineResult()
+
+
+HOOKS: dict[str, Hook] = {h.name: h for h in (
+    Hook("cuda-oom", frozenset({"other-process", "fragmented", "does-not-fit",
+                                "no-step-finished"}),
+         _read_oom, _merge_oom, _oom_summary),
+    Hook("xid", frozenset(), _read_xid, _merge_lists, _xid_summary),
+    Hook("named-ranks", frozenset(), _read_named_ranks, _merge_lists),
+    Hook("overflow-burst", frozenset(), _read_nothing, None, _overflow_summary, _keep_overflow),
+    Hook("child-failed", frozenset(), _read_nothing, None, _child_summary),
+    Hook("sigkill", frozenset(), _read_nothing, None, None, _keep_sigkill),
+    Hook("global-shape", frozenset({"sliced"}), _read_global_shape),
+)}

@@ -1,0 +1,128 @@
+"""Step times from progress lines, and the loss standing still: two whole-log analyses.
+
+Slow training often shows only as a trend: the time per step (or epoch) climbs steadily on a
+fixed workload. The readers take the common forms: Megatron's timer lines (`forward-compute` +
+`backward-compute`), `time this epoch=`, `time(s):`,
+`Iteration duration:`; Megatron's `elapsed time per iteration` is the loss package's
+(`step-time-regression`). Bounded: the series is kept at most `MAX_POINTS` long by halving.
+
+A loss that does not move at all - the same value, step after step - means the model is not
+learning (a plateau at the loss of a uniform guess, or no update at all). It is read from the
+loss series the loss tracker keeps.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from statistics import median
+from typing import Any
+
+# Megatron's timer summary line ("time (ms) | forward-compute: ..."), not the per-rank timer
+# lines that repeat on every step of a long log
+NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:")
+MAX_POINTS = 512
+MIN_POINTS = 4
+CREEP_RATIO = 1.15  # the last third's median step time over the first third's
+CREEP_TAU = 0.4  # and a steady rise (Kendall's tau of time against order)
+
+_READERS = (
+    ("epoch", re.compile(r"time this epoch\s*=\s*([\d.]+)")),
+    ("interval", re.compile(r"time\(s\):\s*([\d.]+)")),
+    ("iteration", re.compile(r"Iteration duration:\s*([\d.]+)")),
+)
+_TIMERS = re.compile(r"(?:forward|backward)-compute: ([\d.]+)")
+
+
+@dataclass
+class StepTimes:
+    source: str | None = None
+    values: list[float] = field(default_factory=list)
+    stride: int = 1  # every stride-th reading is kept
+    seen: int = 0
+    first: tuple[str, int, str] | None = None  # (file, line, text) of the first reading
+    last: tuple[str, int, str] | None = None
+
+    def feed(self, text: str, file: str, lineno: int) -> bool:
+        value, kind = _reading(text)
+        if value is None or kind is None:
+            return False
+        if self.source is None:
+            self.source = kind
+        elif kind != self.source:
+            return False  # one form per log: a second one is another quantity
+        self.seen += 1
+        if self.first is None:
+            self.first = (file, lineno, text.strip()[:500])
+        self.last = (file, lineno, text.strip()[:500])
+        if (self.seen - 1) % self.stride == 0:
+            self.values.append(value)
+            if len(self.values) >= MAX_POINTS:
+                self.values = self.values[::2]
+                self.stride *= 2
+        return True
+
+    def creep(self) -> dict[str, Any] | None:
+        """A steady rise of the step time, or None."""
+        v = self.values
+        if len(v) < MIN_POINTS:
+            return None
+        third = max(1, len(v) // 3)
+        early, late = median(v[:third]), median(v[-third:])
+        if early <= 0 or late < early * CREEP_RATIO or _tau(v) < CREEP_TAU:
+            return None
+        return {"early": early, "late": late, "ratio": late / early, "points": self.seen,
+                "form": self.source}
+
+
+def _reading(text: str) -> tuple[float | None, str | None]:
+    """(seconds or milliseconds, the form) of one progress line."""
+    if "time (ms) |" in text:
+        parts = _TIMERS.findall(text)
+        return (sum(float(p) for p in parts), "megatron-timers") if parts else (None, None)
+    for kind, rx in _READERS:
+        m = rx.search(text)
+        if m:
+            return float(m.group(1)), kind
+    return None, None
+
+
+def _tau(v: list[float]) -> float:
+    """Kendall's tau of the values against their order (1: always rising)."""
+    n = len(v)
+    pairs = concordant = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            if v[j] != v[i]:
+                pairs += 1
+                concordant += 1 if v[j] > v[i] else -1
+    return concordant / pairs if pairs else 0.0
+
+
+PLATEAU_SPREAD = 0.002  # max - min within 0.2% of the value
+PLATEAU_MIN = 3
+
+
+def plateau(points: list[tuple[int, float]]) -> dict[str, Any] | None:
+    """The loss at one value to its printed precision for the last points of the run (at least
+    `PLATEAU_MIN` points over most of the series, or two points hundreds of steps apart that
+    are exactly equal). `identical` when it never moved from the first point on."""
+    vals = [v for _s, v in points if v == v and abs(v) != float("inf")]
+    if len(vals) < 2 or len(vals) != len(points):
+        return None
+    start = len(vals) - 1
+    while start > 0:
+        window = vals[start - 1:]
+        mid = median(window)
+        if mid == 0 or max(window) - min(window) > PLATEAU_SPREAD * abs(mid):
+            break
+        start -= 1
+    tail = vals[start:]
+    span = points[-1][0] - points[start][0]
+    exact = len(set(tail)) == 1
+    long_enough = (len(tail) >= PLATEAU_MIN and len(tail) * 2 >= len(vals)) or (
+        exact and len(tail) >= 2 and span >= 100)
+    if not long_enough or median(tail) == 0:
+        return None
+    return {"value": median(tail), "from_step": points[start][0], "to_step": points[-1][0],
+            "points": len(tail), "identical": exact and start == 0}

@@ -1,0 +1,181 @@
+"""The public incident corpus: real log excerpts with the tree node each should lead to.
+
+Format (see the corpus notes): `tests/corpus/cases/<area>/<slug>.log`, a header of `# key: value`
+lines starting with `# source: URL`, a `# ---` line, then the excerpt verbatim. `expect` is
+`TREE#NODE`, `TREE#?` (the tree is certain, the node is not) or `none` (a healthy log);
+`split` is `tune` (signatures may be tuned on it) or `holdout` (never read while tuning).
+Node ids for trees that do not exist yet are listed in `proposed_nodes_*.md`.
+
+Used by the format and floor tests and by `benchmarks/triage_accuracy.py`; scoring only ever
+reads a holdout case's excerpt through triage, never prints it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CASES = HERE / "cases"
+SEPARATOR = "# ---"
+SPLITS = ("tune", "holdout")
+_HEADER = re.compile(r"^# ([a-z-]+): ?(.*)$")
+_PROPOSED = re.compile(r"^([a-z0-9-]+#[a-z0-9-]+):\s")
+
+
+@dataclass(frozen=True)
+class Case:
+    path: Path
+    area: str
+    header: dict[str, str]
+    header_keys: tuple[str, ...]  # in file order
+    excerpt: str
+    problems: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.area}/{self.path.name}"
+
+    @property
+    def expect(self) -> str:
+        return self.header.get("expect", "")
+
+    @property
+    def split(self) -> str:
+        return self.header.get("split", "")
+
+    @property
+    def healthy(self) -> bool:
+        return self.expect == "none"
+
+    @property
+    def tree(self) -> str | None:
+        return None if self.healthy else self.expect.partition("#")[0]
+
+    @property
+    def node(self) -> str | None:
+        if self.healthy:
+            return None
+        node = self.expect.partition("#")[2]
+        return None if node in ("", "?") else node
+
+
+def read_case(path: Path) -> Case:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    head, sep, body = text.partition("\n" + SEPARATOR + "\n")
+    problems = []
+    if not sep:
+        problems.append(f"no '{SEPARATOR}' line between the header and the excerpt")
+    header: dict[str, str] = {}
+    keys: list[str] = []
+    for lineno, line in enumerate(head.splitlines(), 1):
+        m = _HEADER.match(line)
+        if m is None:
+            problems.append(f"header line {lineno} is not '# key: value'")
+            continue
+        keys.append(m.group(1))
+        header.setdefault(m.group(1), m.group(2).strip())
+    return Case(path, path.parent.name, header, tuple(keys), body, tuple(problems))
+
+
+def load_cases(root: Path = CASES) -> list[Case]:
+    return [read_case(p) for p in sorted(root.glob("*/*.log"))]
+
+
+def proposed_nodes(root: Path = HERE) -> set[str]:
+    """`tree#node` ids the collectors proposed for trees or nodes that do not exist yet."""
+    out: set[str] = set()
+    for path in sorted(root.glob("proposed_nodes_*.md")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            m = _PROPOSED.match(line)
+            if m:
+                out.add(m.group(1))
+    return out
+
+
+def format_problems(case: Case) -> list[str]:
+    """What is wrong with one case's layout (not with its expected node)."""
+    out = list(case.problems)
+    if case.header_keys[:1] != ("source",):
+        out.append("the first line must be '# source: URL'")
+    elif not case.header["source"].startswith("https://"):
+        out.append(f"source is not a URL: {case.header['source']!r}")
+    for key in ("expect", "split"):
+        if key not in case.header:
+            out.append(f"no '# {key}:' line")
+    if case.split and case.split not in SPLITS:
+        out.append(f"split must be one of {', '.join(SPLITS)}, not {case.split!r}")
+    expect = case.expect
+    if expect and expect != "none" and not re.match(r"^[a-z0-9-]+#(?:[a-z0-9-]+|\?)$", expect):
+        out.append(f"expect must be TREE#NODE, TREE#? or none, not {expect!r}")
+    if expect == "none" and case.area != "healthy":
+        out.append("expect: none belongs in healthy/")
+    if case.area == "healthy" and expect != "none":
+        out.append("a healthy case must expect none")
+    if not case.excerpt.strip():
+        out.append("the excerpt is empty")
+    return out
+
+
+@dataclass
+class Score:
+    """Tree-level and node-level hits over the cases whose tree exists."""
+
+    cases: int = 0
+    tree_hits: int = 0
+    node_cases: int = 0  # cases whose expected node exists (node-level denominator)
+    node_hits: int = 0
+    healthy: int = 0
+    false_alarms: int = 0
+    misses: list[str] = field(default_factory=list)
+
+    def add(self, other: Score) -> None:
+        self.cases += other.cases
+        self.tree_hits += other.tree_hits
+        self.node_cases += other.node_cases
+        self.node_hits += other.node_hits
+        self.healthy += other.healthy
+        self.false_alarms += other.false_alarms
+        self.misses += other.misses
+
+    @property
+    def tree_rate(self) -> float:
+        return self.tree_hits / self.cases if self.cases else 1.0
+
+    @property
+    def node_rate(self) -> float:
+        return self.node_hits / self.node_cases if self.node_cases else 1.0
+
+
+def judge(case: Case, links: list[str], trees: dict[str, set[str]]) -> Score | None:
+    """Score one case from the findings' links (most decisive first); None when its expected
+    tree is not in the forest yet (pending)."""
+    score = Score()
+    top = links[0] if links else None
+    if case.healthy:
+        score.cases = score.healthy = 1
+        alarm = bool(links)
+        score.tree_hits = score.node_hits = int(not alarm)
+        score.node_cases = 1
+        score.false_alarms = int(alarm)
+        if alarm:
+            score.misses.append(f"{case.name}: false alarm {top}")
+        return score
+    if case.tree not in trees:
+        return None
+    score.cases = 1
+    got_tree = top.partition("#")[0] if top else None
+    score.tree_hits = int(got_tree == case.tree)
+    if case.node is not None and case.node in trees[case.tree]:
+        score.node_cases = 1
+        score.node_hits = int(top == case.expect)
+    if not (score.tree_hits and (score.node_hits or not score.node_cases)):
+        score.misses.append(f"{case.name}: expected {case.expect}, got {top}")
+    return score
+
+
+def pending(cases: Iterable[Case], trees: dict[str, set[str]]) -> list[Case]:
+    """Cases whose expected tree is not loaded yet: reported, never silently dropped."""
+    return [c for c in cases if not c.healthy and c.tree not in trees]

@@ -1,0 +1,64 @@
+"""The corpus format: every case names its source first, its expected node and its split; an
+expected node exists in the loaded trees or is listed as proposed; pending cases are counted."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from corpus import format_problems, load_cases, pending, proposed_nodes
+
+CASES = load_cases()
+
+
+@pytest.fixture(scope="module")
+def trees() -> dict[str, set[str]]:
+    from trainmedic.trees.forest import load_forest
+
+    return {tid: set(t.nodes) for tid, t in load_forest().trees.items()}
+
+
+def test_the_corpus_is_there():
+    assert len(CASES) >= 200
+    splits = Counter(c.split for c in CASES)
+    assert splits["holdout"] >= len(CASES) // 5 and splits["tune"] >= len(CASES) // 2
+    assert sum(c.healthy for c in CASES) >= 10
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_case_format(case):
+    assert format_problems(case) == []
+    assert case.area == (case.tree or "healthy"), "a case lives in its expected tree's folder"
+
+
+def test_expected_nodes_exist_or_are_proposed(trees):
+    proposed = proposed_nodes()
+    proposed_trees = {p.partition("#")[0] for p in proposed}
+    unknown = []
+    for case in CASES:
+        if case.healthy:
+            continue
+        if case.tree in trees:
+            if case.node is not None and case.node not in trees[case.tree] \
+                    and case.expect not in proposed:
+                unknown.append(f"{case.name}: {case.expect}")
+        elif case.tree not in proposed_trees:
+            unknown.append(f"{case.name}: tree {case.tree} is neither loaded nor proposed")
+        elif case.node is not None and case.expect not in proposed:
+            unknown.append(f"{case.name}: {case.expect} is not in a proposed_nodes file")
+    assert unknown == []
+
+
+def test_pending_cases_are_reported_not_dropped(trees):
+    waiting = pending(CASES, trees)
+    by_tree = Counter(c.tree for c in waiting)
+    if waiting:
+        warnings.warn("corpus cases waiting for their tree: "
+                      + ", ".join(f"{t} {n}" for t, n in sorted(by_tree.items())), stacklevel=1)
+    scored = [c for c in CASES if c.healthy or c.tree in trees]
+    assert len(scored) + len(waiting) == len(CASES)

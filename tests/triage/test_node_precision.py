@@ -1,0 +1,97 @@
+"""A finding names the node when the message holds enough (issue 15 item 5, issue 18 item 7).
+
+Whole excerpts are real public cases (tests/corpus, tune split) or fixtures; single lines are
+taken from them verbatim.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from trainmedic.triage import triage_paths, triage_text
+
+from .conftest import FIXTURES
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+sys.path.insert(0, str(CORPUS))
+from corpus import read_case  # noqa: E402
+
+
+def tune(relative: str) -> str:
+    case = read_case(CORPUS / "cases" / relative)
+    assert case.split == "tune"
+    return case.excerpt
+
+
+def top(text: str) -> str:
+    return triage_text(text).findings[0].link
+
+
+def test_nccls_own_cuda_oom_goes_to_the_nccl_buffers_fix():
+    text = tune("oom/nccl_enqueue_cuda_failure_oom_opensoraplan_386.log")
+    assert top(text) == "oom#raw-cuda-oom"
+    line = next(x for x in text.splitlines() if "NCCL WARN Cuda failure 'out of memory'" in x)
+    assert top(line) == "oom#raw-cuda-oom"
+
+
+def test_memory_held_by_another_process_goes_to_that_fix():
+    assert top(tune("oom/other_process_crashed_run_holds_gpu_returnn_1649.log")) == \
+        "oom#other-process"
+
+
+def test_own_process_under_another_pid_is_not_another_process():
+    """In a container the process may be listed as "Process N": it holds what PyTorch
+    allocated, so it is this process, not a squatter."""
+    assert top(tune("oom/own_process_pid_in_container_generateu_10.log")) == "oom#when"
+
+
+def test_oom_while_saving_the_state_dict_goes_to_the_checkpoint_save_fix():
+    assert top(tune("oom/ckpt_save_fsdp_clone_failed_alpaca_65.log")) == "oom#checkpoint-save"
+    assert top(tune("oom/ckpt_save_fsdp_state_dict_after_train_fastchat_256.log")) == \
+        "oom#checkpoint-save"
+
+
+def test_oom_in_evaluation_ipython_traceback_order():
+    """IPython prints the exception above the frames: `near` looks below the match too."""
+    assert top(tune("oom/eval_oom_jupyter_trainer_evaluate_t4rec_693.log")) == "oom#eval-oom"
+
+
+def test_no_fragmentation_when_free_and_cached_memory_cannot_hold_the_request():
+    """Issue 18 item 7 (app review F7): 12.73 GiB free + 9.35 GiB cached < 22.78 GiB."""
+    report = triage_paths([str(FIXTURES / "oom_fragmentation.log")])
+    f = report.findings[0]
+    assert f.link == "oom#when"
+    assert f.details["free_mib"] + f.details["unallocated_mib"] < f.details["tried_mib"]
+    assert "does not fit" in f.summary and "expandable_segments" not in f.summary
+    report = triage_paths([str(FIXTURES / "multirank_oom")])
+    assert report.findings[0].link == "oom#when"
+
+
+def test_real_fragmentation_still_goes_to_fragmentation():
+    """2.30 GiB cached but unusable next to a 1.70 GiB request, 0 bytes free."""
+    assert top(tune("oom/fragmentation_capacty_typo_mgfn_35.log")) == "oom#fragmentation"
+
+
+def test_triton_shared_memory_is_not_gpu_memory():
+    text = tune("compile/triton_shared_memory_pascal_long_context_pascalpkgs_50.log")
+    findings = triage_text(text).findings
+    assert findings and all(f.tree != "oom" for f in findings)
+    # the wording issue 15 reports as a false positive
+    assert all(f.tree != "oom" for f in triage_text(
+        "OutOfMemoryError: out of resource: shared memory").findings)
+
+
+def test_illegal_memory_access_follows_the_triage_tree():
+    assert top("RuntimeError: CUDA error: an illegal memory access was encountered") == \
+        "startup#device-assert"
+
+
+def test_xid_45_follows_the_xid_it_names():
+    assert top(tune("hardware/xid45_after_nvlink_xid145_149_okm_1150.log")) == "hardware#nvlink"
+
+
+def test_sigkill_without_a_cuda_message_is_host_memory():
+    assert top(tune("oom/host_ram_exit9_single_line_selfrag_83.log")) == "oom#host-ram"
+    assert top(tune("oom/host_ram_deepspeed_launcher_minus9_colab_deepspeed_3232.log")) == \
+        "oom#host-ram"
