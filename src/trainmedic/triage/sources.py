@@ -117,6 +117,8 @@ def unreadable_reason(source: Source) -> str | None:
         return f"cannot read: {exc}"
     if not head:
         return "empty"
+    if len(head) < 8192 and not head.strip(b"\0"):  # the whole file: a zeroed or preallocated one
+        return "only NUL bytes, no text"
     if _binary(head):
         return "binary, not a text log"
     return None
