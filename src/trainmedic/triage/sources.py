@@ -30,6 +30,7 @@ from typing import Any, BinaryIO
 
 from trainmedic import children
 from trainmedic.errors import UsageError
+from trainmedic.triage.loss.tfevents import looks_like_tfevents  # binary, yet a loss curve
 
 CHUNK = 1 << 20
 GREP_MIN_BYTES = 256 << 10  # below this, starting grep costs more than scanning in Python
@@ -119,7 +120,7 @@ def unreadable_reason(source: Source) -> str | None:
         return "empty"
     if len(head) < 8192 and not head.strip(b"\0"):  # the whole file: a zeroed or preallocated one
         return "only NUL bytes, no text"
-    if _binary(head):
+    if _binary(head) and not looks_like_tfevents(head, os.path.basename(source.path)):
         return "binary, not a text log"
     return None
 
