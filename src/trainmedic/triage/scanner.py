@@ -199,7 +199,7 @@ class Scanner:
             # lines in blocks; lines with more than an iteration line on them come back here
             from trainmedic.triage.loss.megatron import GREP_EXCLUDE
 
-            lines = start_candidates(source, self.side_needles, self._side_b,
+            lines = start_candidates(source, self.side_needles, lambda: self._side_b,
                                      use_grep=self.use_grep, exclude=GREP_EXCLUDE)
             idx, recent = self._begin(source)
             try:
@@ -221,7 +221,7 @@ class Scanner:
             finally:
                 self._block_read = False
             return
-        self._scan(source, start_candidates(source, self.needles, self._combined_b,
+        self._scan(source, start_candidates(source, self.needles, lambda: self._combined_b,
                                             use_grep=self.use_grep))
 
     def _sniff(self, source: Source) -> tuple[str | None, bool]:
