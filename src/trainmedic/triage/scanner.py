@@ -151,7 +151,8 @@ class Scanner:
         # longest at each position, so the needles it starts with are added back by `_prefixes`.
         trie = trie_pattern(sorted(watch, key=len, reverse=True)).pattern.decode()
         self._combined_s = re.compile(f"(?=({trie}))")
-        self._prefixes = {n: [p for p in watch if n.startswith(p)] for n in watch}
+        self._prefixes = {n: [n[:k] for k in range(1, len(n) + 1) if n[:k] in watch]
+                          for n in watch}  # each needle's own prefixes: O(length), not O(n²)
         self._error_needles = frozenset(unmatched.NEEDLES)
         self._launcher_needles = frozenset(launcher.NEEDLES)
         self._trend_needles = frozenset(trends.NEEDLES)
