@@ -478,18 +478,21 @@ class BlockReader:
             self._lines = _LineNumbers(stream)
         off = 0  # file offset of data[0]
         rest = b""
+        again = 0  # seekable: the bytes of the line the last block cut, read again (no copy)
         size = os.path.getsize(path) if path else 0
         workers = _workers(size) if path else 0
         while True:
             if workers and self.layout is not None and self.r.first_progress_line is not None:
                 self._parallel(stream, path, off, size, workers)
                 return
-            chunk = stream.read(BLOCK)
-            if not chunk:
+            chunk = stream.read(BLOCK + again)
+            if len(chunk) <= again:  # nothing after the cut line: the end
+                rest = rest or chunk
                 if rest:
                     self._block(rest, 0, len(rest), off)
                 return
             data = rest + chunk if rest else chunk  # the line cut by the previous read
+            again = 0
             end = data.rfind(b"\n") + 1
             if end == 0:
                 rest = data
@@ -500,9 +503,10 @@ class BlockReader:
                 continue
             self._block(data, 0, end, off)
             off += end
-            if seekable:  # the cut line is read again with the next block: no copy of it
+            if seekable:  # the same blocks as `rest + chunk` would give
                 rest = b""
-                if end < len(data):
+                again = len(data) - end
+                if again:
                     stream.seek(off)
             else:
                 self._eager_line += data.count(b"\n", 0, end)
