@@ -165,12 +165,10 @@ class _Exact:
         when no such value can be."""
         if not math.isfinite(thr) or thr < 0:
             return None
-        digits = str(math.floor(thr * 10 ** self.decimals))
-        cut = 10 ** max(0, len(digits) - 2)
-        scaled = int(digits) // cut * cut
-        while scaled > 0 and float(_point(scaled, self.decimals)) > thr:
-            scaled -= cut  # thr * 10**d rounded up across an integer
-        bound = _point(scaled, self.decimals)
+        num, den = thr.as_integer_ratio()  # exact: thr * 10**d in floats may round up
+        scaled = num * 10 ** self.decimals // den
+        cut = 10 ** max(0, len(str(scaled)) - 2)
+        bound = _point(scaled // cut * cut, self.decimals)
         key = (bound, width)
         if key not in self._bounded:
             value = _at_most(bound, width)
@@ -465,7 +463,7 @@ class BlockReader:
         self.layout: Layout | None = None
         self.lines_read = 0
         self.fast_blocks = self.slow_blocks = 0
-        self._const_failed = False
+        self._state: dict = {}  # `extract`'s, from block to block (const_failed, grad_width)
         self._lines: _LineNumbers | None = None
         self._eager_line = 1  # for streams that cannot seek: counted as they are read
 
@@ -593,9 +591,8 @@ class BlockReader:
         return None
 
     def _fast(self, block: bytes, start: int, end: int, off: int, lay: Layout) -> bool:
-        state = {"const_failed": self._const_failed}
-        cols = extract(block, start, end, lay, self.r.s.interval, self.r.s._grad.thr, state)
-        self._const_failed = state["const_failed"]
+        cols = extract(block, start, end, lay, self.r.s.interval, self.r.s._grad.thr,
+                       self._state)
         if isinstance(cols, str):
             return True  # no iteration line in this block
         if cols is None:
