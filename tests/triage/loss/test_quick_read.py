@@ -46,23 +46,24 @@ def test_the_bound_is_never_above_the_threshold():
                 assert float(text) <= thr, (thr, text)
 
 
-def _log() -> str:
+def _log(nan_at: int) -> str:
     """bf16; grad norms that grow from 0.5 to past 10 (one digit, then two), a spike,
     explosions, a NaN: blocks the quick read takes and blocks it must leave to the full read."""
     n = 40_000
     v = decline(n, seed=11)
     for k in range(20):
         v[12_000 + k] *= 2.0
-    v[39_500] = math.nan  # late: a NaN block ends the constant-scale pattern for good
+    v[nan_at] = math.nan  # the full read captures the scale from this block on
     grads = [0.5 + 12.0 * (i / n) ** 3 + 0.01 * ((i * 7919) % 13) for i in range(n)]
     for k in range(20):  # explosions: their level comes from the grad norms read before
         grads[1_000 + 1_777 * k] = 90.0
     return megatron_log(v, grads=grads, saves_every=1000)
 
 
-def test_quick_read_gives_the_full_reads_analysis(tmp_path, monkeypatch):
+@pytest.mark.parametrize("nan_at", [5_000, 39_500])
+def test_quick_read_gives_the_full_reads_analysis(tmp_path, monkeypatch, nan_at):
     path = tmp_path / "train.log"
-    path.write_text(_log())
+    path.write_text(_log(nan_at))
     monkeypatch.setattr(megatron, "BLOCK", 64 << 10)
     used = []
     quick = megatron._quick
@@ -80,7 +81,7 @@ def test_quick_read_gives_the_full_reads_analysis(tmp_path, monkeypatch):
 
     monkeypatch.setattr(megatron, "_quick", counted)
     fast = analyse()
-    assert sum(used) > len(used) // 2 and not all(used)  # both reads were exercised
+    assert sum(used) > len(used) * 3 // 4 and not all(used)  # both reads were exercised
     monkeypatch.setattr(megatron, "_quick", lambda *args: None)
     full = analyse()
     assert fast == full

@@ -215,14 +215,15 @@ def sniff_layout(text: str) -> Layout | None:
     return Layout(list(fields), key, fields.get("loss scale"), text[m.end():])
 
 
-def _last_step(block: bytes, start: int, end: int) -> int | None:
+def _last_step(block: bytes, start: int, end: int) -> tuple[int, int] | None:
+    """(step, offset) of the last iteration marker of a block."""
     for _ in range(64):
         i = block.rfind(b"iteration ", start, end)
         if i < 0:
             return None
         m = _STEP.match(block, i, end)
         if m:
-            return int(m.group(1))
+            return int(m.group(1)), i
         end = i
     return None
 
@@ -264,14 +265,16 @@ def extract(block: bytes, start: int, end: int, lay: Layout, interval: int, grad
     first = _STEP.search(block, start, end)
     if first is None:
         return None if lay.tail.search(block, start, end) else "empty"
-    last = _last_step(block, start, end)
-    if last is None:
+    found = _last_step(block, start, end)
+    if found is None:
         return None
+    last, last_at = found
     step0 = int(first.group(1))
     regular = (last - step0) % interval == 0
     expect = (last - step0) // interval + 1 if regular else None
-    if expect is not None and lay.tail_const is not None and not state.get("const_failed"):
-        quick = _quick(block, start, end, lay, grad_thr, state, expect)
+    if expect is not None and lay.tail_const is not None:
+        quick = _quick(block, start, end, lay, grad_thr, state, expect,
+                       (first.start(), last_at))
         if quick is not None:
             return list(range(step0, last + 1, interval)), *quick
     rows, names = None, lay.cols
@@ -306,17 +309,25 @@ def extract(block: bytes, start: int, end: int, lay: Layout, interval: int, grad
 
 
 def _quick(block: bytes, start: int, end: int, lay: Layout, grad_thr: float, state: dict,
-           expect: int) -> tuple | None:
+           expect: int, ends: tuple[int, int]) -> tuple | None:
     """`extract`'s columns after the steps, by `_Exact` (None: this block needs the full read).
 
-    Accepted only where `Layout.tail_const` would read the same `expect` lines and `_grads`
-    would keep a sample of the grad norms, so the columns are the ones it would give."""
+    Accepted only where the full read would read the same `expect` lines (its constant-scale
+    tail, or once the scale has moved, its tail that captures the scale: the same value on
+    every line here) and `_grads` would keep a sample of the grad norms, so the columns are the
+    ones it would give. `ends`: offsets of the first and last iteration markers, whose lines are
+    tried first, so a block the quick read cannot take (an fp16 scale that moved) costs little.
+    """
     exact = lay.exact
-    if exact is None:
+    if exact is None or lay.scale is None:
         return None
     pattern = exact.bounded(grad_thr, state.get("grad_width", exact.width))
     if pattern is None:
         return None
+    for at in ends:
+        eol = block.find(b"\n", at, end)
+        if eol < 0 or pattern.search(block, at, eol + 1) is None:
+            return None
     raw = pattern.findall(block, start, end)
     if len(raw) != expect:
         return None
@@ -327,7 +338,8 @@ def _quick(block: bytes, start: int, end: int, lay: Layout, grad_thr: float, sta
         return None
     if grads is None:
         return None
-    return losses, (grads,), None, _times(block, start, end), expect
+    scales = [lay.scale] * expect if state.get("const_failed") else None
+    return losses, (grads,), scales, _times(block, start, end), expect
 
 
 def _last_grads(block: bytes, start: int, end: int, exact: _Exact, k: int) -> list[float] | None:
