@@ -10,6 +10,10 @@ otherwise one more `findall` reads the steps. Any block where the counts still d
 skipped iteration, a line without its loss, a layout change) is read line by line by
 `LineReader`, which gives the same result, only slower. The time per iteration is sampled (a
 few dozen lines per block): the step-time trend needs no more.
+
+Before that, a block is offered to the quick read (`_Exact`): the first line's exact spacing,
+the loss as the only capture and the grad norm bounded in the pattern, which takes a healthy
+run's block at about twice the speed and gives the same columns, or declines it.
 """
 
 from __future__ import annotations
