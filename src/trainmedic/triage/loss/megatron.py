@@ -188,9 +188,9 @@ def _point(scaled: int, decimals: int) -> str:
 
 
 def _at_most(bound: str, width: int) -> bytes | None:
-    """A regex for fixed-point numbers with `width` digits before the point (no leading zero)
-    and as many after it as `bound`, whose value is at most `bound`: digit by digit, as text
-    compares them when the lengths are equal."""
+    """A regex for fixed-point numbers with `width` digits before the point and as many after
+    it as `bound`, whose value is at most `bound`: digit by digit, as text compares them when
+    the lengths are equal."""
     whole = bound.partition(".")[0]
     if width < len(whole):
         return re.sub(r"\d", r"\\d", "9" * width + bound[len(whole):]).replace(".", r"\.").encode()
