@@ -151,7 +151,8 @@ class Scanner:
         # longest at each position, so the needles it starts with are added back by `_prefixes`.
         trie = trie_pattern(sorted(watch, key=len, reverse=True)).pattern.decode()
         self._combined_s = re.compile(f"(?=({trie}))")
-        self._prefixes = {n: [p for p in watch if n.startswith(p)] for n in watch}
+        self._prefixes = {n: [n[:k] for k in range(1, len(n) + 1) if n[:k] in watch]
+                          for n in watch}  # each needle's own prefixes: O(length), not O(n²)
         self._error_needles = frozenset(unmatched.NEEDLES)
         self._launcher_needles = frozenset(launcher.NEEDLES)
         self._trend_needles = frozenset(trends.NEEDLES)
@@ -199,7 +200,7 @@ class Scanner:
             # lines in blocks; lines with more than an iteration line on them come back here
             from trainmedic.triage.loss.megatron import GREP_EXCLUDE
 
-            lines = start_candidates(source, self.side_needles, self._side_b,
+            lines = start_candidates(source, self.side_needles, lambda: self._side_b,
                                      use_grep=self.use_grep, exclude=GREP_EXCLUDE)
             idx, recent = self._begin(source)
             try:
@@ -221,7 +222,7 @@ class Scanner:
             finally:
                 self._block_read = False
             return
-        self._scan(source, start_candidates(source, self.needles, self._combined_b,
+        self._scan(source, start_candidates(source, self.needles, lambda: self._combined_b,
                                             use_grep=self.use_grep))
 
     def _sniff(self, source: Source) -> tuple[str | None, bool]:

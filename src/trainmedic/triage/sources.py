@@ -24,7 +24,7 @@ import re
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -517,10 +517,16 @@ def _limit_memory(pid: int) -> None:
         prlimit(pid, resource.RLIMIT_AS, (GREP_MAX_MEMORY, GREP_MAX_MEMORY))
 
 
+Combined = Callable[[], re.Pattern[bytes]]
+
+
 def candidates(
-    source: Source, needles: list[str], combined: re.Pattern[bytes], *, use_grep: bool = True
+    source: Source, needles: list[str], combined: Combined, *, use_grep: bool = True
 ) -> Iterator[tuple[int, bytes]]:
-    """Candidate lines of one source, by the fastest prefilter that applies."""
+    """Candidate lines of one source, by the fastest prefilter that applies.
+
+    `combined` gives the needles' Python pattern; it is asked for only when grep cannot do the
+    pass (compiling a few hundred needles costs tens of milliseconds of every start)."""
     grep = grep_available() if use_grep else None
     if source.path is not None and not os.path.isfile(source.path):
         raise UsageError(f"{source.name}: not a regular file")
@@ -537,7 +543,7 @@ def candidates(
         if grep and source.data is None and (source.gz or source.path is None):
             yield from grep_candidates(None, needles, grep, stream=stream, name=source.name)
         else:
-            yield from python_candidates(stream, combined, name=source.name, after=after)
+            yield from python_candidates(stream, combined(), name=source.name, after=after)
     except (OSError, EOFError) as exc:  # gzip: truncated or not gzip at all
         raise UsageError(f"{source.name}: cannot read: {exc}") from exc
     finally:
@@ -546,7 +552,7 @@ def candidates(
 
 
 def start_candidates(
-    source: Source, needles: list[str], combined: re.Pattern[bytes], *, use_grep: bool = True,
+    source: Source, needles: list[str], combined: Combined, *, use_grep: bool = True,
     exclude: str | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Like `candidates`, but a grep for a plain file starts now, before the first `next`."""
@@ -559,12 +565,12 @@ def start_candidates(
 
 
 def _finish_in_python(lines: Iterator[tuple[int, bytes]], source: Source,
-                      combined: re.Pattern[bytes]) -> Iterator[tuple[int, bytes]]:
+                      combined: Combined) -> Iterator[tuple[int, bytes]]:
     """grep's lines; if grep cannot hold a line, the Python pass reads on from where it stopped."""
     try:
         yield from lines
     except _GrepLineTooLong as too_long:
         assert source.path is not None
         with open(source.path, "rb") as stream:
-            yield from python_candidates(stream, combined, name=source.name,
+            yield from python_candidates(stream, combined(), name=source.name,
                                          after=too_long.lineno)
