@@ -23,7 +23,7 @@ from corpus import Score, judge, load_cases
 
 FLOOR_TREE, FLOOR_NODE = 0.95, 0.80
 HELD_TREE = 0.86  # today's tree-level (all 17 trees), a ratchet until FLOOR_TREE holds
-HELD_TUNE_TREE, HELD_TUNE_NODE = 0.92, 0.88  # today's level on the tune split
+HELD_TUNE_TREE, HELD_TUNE_NODE = 0.93, 0.89  # today's level on the tune split
 
 
 @pytest.fixture(scope="module")
