@@ -45,7 +45,7 @@ def test_every_signature_recognises_its_own_examples_through_triage(forest):
 
 @pytest.mark.parametrize(("code", "node"), [(79, "fallen-off-bus"), (48, "ecc"), (74, "nvlink"),
                                             (119, "gsp"), (13, "app-fault"), (61, "gpu-reset"),
-                                            (999, "xid")])
+                                            (999, "xid-other")])
 def test_xid_code_picks_the_hardware_node(code: int, node: str) -> None:
     line = f"[Mon Nov 30 03:12:44 2026] NVRM: Xid (PCI:0000:2b:00): {code}, pid=4242, name=python"
     finding = triage_text(line).findings[0]

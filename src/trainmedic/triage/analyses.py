@@ -18,7 +18,7 @@ LOSS_ANALYSES = ("loss-spike", "loss-nan", "grad-norm-explosion", "loss-scale-co
 # rank-comparison verdict kind -> analysis name
 RANK_ANALYSES = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
 # analyses of the whole log once it is read
-WHOLE_LOG = ("loss-plateau", "step-time-creep")
+WHOLE_LOG = ("loss-plateau", "step-time-creep", "data-wait")
 # what an analysis can conclude, for its signature's routes (`outcome:`)
 OUTCOMES: dict[str, frozenset[str]] = {
     "loss-nan": frozenset({"sudden"}), "loss-plateau": frozenset({"identical"}),
@@ -56,6 +56,13 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
                     f"points, {how}): the model is not learning",
                     "identical" if found["identical"] else None, found, [])
         return None
+    if name == "data-wait":
+        wait = scanner.steptimes.data_wait()
+        if wait is None:
+            return None
+        return (f"iterations spend {wait['share']:.0%} of their time waiting for the next batch "
+                f"(median of {wait['points']} data_time/time readings)",
+                None, wait, list(scanner.steptimes.data_lines))
     if name == "step-time-creep":
         st = scanner.steptimes
         creep = st.creep()

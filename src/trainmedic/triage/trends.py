@@ -20,7 +20,7 @@ from typing import Any
 
 # Megatron's timer summary line ("time (ms) | forward-compute: ..."), not the per-rank timer
 # lines that repeat on every step of a long log
-NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:")
+NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:", "data_time: ")
 MAX_POINTS = 512
 MIN_POINTS = 4
 CREEP_RATIO = 1.15  # the last third's median step time over the first third's
@@ -32,6 +32,14 @@ _READERS = (
     ("iteration", re.compile(r"Iteration duration:\s*([\d.]+)")),
 )
 _TIMERS = re.compile(r"(?:forward|backward)-compute: ([\d.]+)")
+# mmengine/mmcv and detectron2 print the iteration time and, inside it, the wait for the batch
+_DATA_TIME = re.compile(r"\btime:\s*([\d.]+)\s+data_time:\s*([\d.]+)")
+# Megatron's one-line timer summary (--timing-log-level 2): batch-generator is inside
+# forward-backward
+_MEG_BATCH = re.compile(r"batch-generator: ([\d.]+)")
+_MEG_FB = re.compile(r"forward-backward: ([\d.]+)")
+DATA_MIN_POINTS = 3
+DATA_SHARE = 0.4  # the median share of an iteration spent waiting for data that is a finding
 
 
 @dataclass
@@ -42,8 +50,17 @@ class StepTimes:
     seen: int = 0
     first: tuple[str, int, str] | None = None  # (file, line, text) of the first reading
     last: tuple[str, int, str] | None = None
+    data: list[float] = field(default_factory=list)  # data_time / time per reading (bounded)
+    data_lines: list[tuple[str, int, str]] = field(default_factory=list)  # first and last
 
     def feed(self, text: str, file: str, lineno: int) -> bool:
+        if "data_time: " in text:
+            m = _DATA_TIME.search(text)
+            return self._data(m.group(2), m.group(1), file, lineno, text) if m else False
+        if "batch-generator: " in text and "time (ms) |" in text:
+            b, fb = _MEG_BATCH.search(text), _MEG_FB.search(text)
+            if b and fb:
+                self._data(b.group(1), fb.group(1), file, lineno, text)
         value, kind = _reading(text)
         if value is None or kind is None:
             return False
@@ -61,6 +78,29 @@ class StepTimes:
                 self.values = self.values[::2]
                 self.stride *= 2
         return True
+
+    def _data(self, wait: str, step: str, file: str, lineno: int, text: str) -> bool:
+        try:
+            w, s = float(wait), float(step)
+        except ValueError:
+            return False
+        if s <= 0 or len(self.data) >= MAX_POINTS:
+            return True
+        self.data.append(min(1.0, w / s))
+        where = (file, lineno, text.strip()[:500])
+        self.data_lines[1:] = [where] if self.data_lines else []
+        if not self.data_lines:
+            self.data_lines.append(where)
+        return True
+
+    def data_wait(self) -> dict[str, Any] | None:
+        """Iterations that mostly wait for the next batch (the median share), or None."""
+        if len(self.data) < DATA_MIN_POINTS:
+            return None
+        share = median(self.data)
+        if share < DATA_SHARE:
+            return None
+        return {"share": share, "points": len(self.data)}
 
     def creep(self) -> dict[str, Any] | None:
         """A steady rise of the step time, or None."""

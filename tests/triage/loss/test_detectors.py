@@ -253,3 +253,35 @@ def test_worker_processes_read_the_same_as_one(tmp_path, monkeypatch):
     many = analyse()
     assert many == one
     assert one["count"] == 30_000 - 1 and one["spikes"][0]["line"] == 20_001 + 1 + 20
+
+
+# -- short excerpts: too few points for a robust level ---------------------------------------
+def _short(losses, grads=None):
+    from trainmedic.triage.loss.detect import SeriesAnalyzer
+
+    s = SeriesAnalyzer()
+    for i, x in enumerate(losses):
+        s.point((i + 1) * 10, x, grad=grads[i] if grads else None)
+    s.finish()
+    return s.a
+
+
+def test_short_excerpt_grad_norm_jump_is_an_explosion():
+    a = _short([2.31, 2.28, 2.30], grads=[1.2, 1.1, 900.0])
+    assert [g.step for g in a.grad_explosions] == [30]
+
+
+def test_short_excerpt_grad_norm_wobble_is_not():
+    a = _short([2.31, 2.28, 2.30, 2.27], grads=[1.2, 6.0, 9.5, 1.0])
+    assert a.grad_explosions == []
+
+
+def test_short_excerpt_loss_jump_after_three_points_is_a_spike():
+    a = _short([2.1, 2.0, 1.9, 1.95, 7.5, 2.0])
+    assert [sp.start for sp in a.spikes] == [50]
+
+
+def test_first_steps_swinging_are_not_a_spike():
+    """A run's first steps swing widely: no short-excerpt spike before three points."""
+    a = _short([0.68, 2.46, 5.34, 1.02, 0.69, 0.69])
+    assert a.spikes == []

@@ -246,3 +246,16 @@ def test_tracker_api_reads_lines_one_by_one():
     assert not t.feed("{'eval_loss': 2.0, 'eval_runtime': 3.1, 'epoch': 0.2}", 3)
     a = t.finish()
     assert a.count == 2 and a.last_step == 1570 and a.source == "plain"
+
+
+def test_mmengine_epoch_lines_give_global_steps_and_the_grad_explosion():
+    """OpenMMLab mmengine `Epoch(train) [E][ i/n] ... grad_norm: G  loss: X` (a real case of
+    the public corpus): epoch 2's batches 50 and 100 of 788 are global steps 838 and 888."""
+    case = (TRIAGE.parents[1] / "corpus" / "cases" / "loss-spike"
+            / "mmengine_grad_norm_31m_loss_cls_spike_mmdet_11708.log")
+    report = triage_paths([str(case)])
+    a = report.loss
+    assert a.source == "mmengine"
+    assert [s for s, _x in a.points] == [838, 888]
+    assert [g.step for g in a.grad_explosions] == [888]
+    assert report.findings[0].link == "loss-spike#grad-norm-explosion"

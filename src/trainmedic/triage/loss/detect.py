@@ -49,6 +49,12 @@ CHUNK = 128
 DIVERGENCE_MIN_RISE = 0.10  # sustained rise of at least 10 % of the level
 TREND_Z = 3.0
 STEP_TIME_MIN_RATIO = 1.3
+# With fewer than MIN_HISTORY points (a short excerpt pasted into a thread) there is no robust
+# level yet; only a jump far beyond anything a healthy run prints counts: the grad norm 50x the
+# largest before it, the loss 3x the largest of at least 3 points before it (the first steps
+# of a run swing widely) and at least 1.0 higher.
+SHORT_GRAD_RATIO, SHORT_GRAD_MIN = 50.0, 10.0
+SHORT_LOSS_RATIO, SHORT_LOSS_RISE, SHORT_LOSS_AFTER = 3.0, 1.0, 3
 BURST_OVERFLOWS = 3  # halvings of the scale within BURST_STEPS steps after start-up
 BURST_STEPS = 50
 MAX_EVIDENCE = 5
@@ -287,6 +293,15 @@ class SeriesAnalyzer:
     def _loss_point(self, step: int, prev: int | None, x: float, where: WhereArg) -> None:
         det = self._loss
         spike = self._open
+        if _short_jump(det.win, x, SHORT_LOSS_RATIO, SHORT_LOSS_RISE, SHORT_LOSS_AFTER):
+            if spike is None and len(self.a.spikes) < MAX_EVENTS:
+                self._keep(step, x, force=True)
+                first_bad = (prev + 1) if prev is not None and prev < step else step
+                self._open = Spike(step, step, x, max(det.win), first_bad=first_bad,
+                                   last_bad=step, line=_fl(where)[0], file=_fl(where)[1])
+                self.a.spikes.append(self._open)
+                self._ev("loss-spike", where)
+            return  # spikes never pollute the level
         if len(det.win) >= MIN_HISTORY and det.outlier(x):
             self._keep(step, x, force=True)
             if spike is None:
@@ -315,10 +330,11 @@ class SeriesAnalyzer:
 
     def _grad_point(self, step: int, g: float, where: WhereArg) -> None:
         det = self._grad
-        if len(det.win) >= MIN_HISTORY and det.outlier(g):
+        short = _short_jump(det.win, g, SHORT_GRAD_RATIO, SHORT_GRAD_MIN)
+        if short or (len(det.win) >= MIN_HISTORY and det.outlier(g)):
             if len(self.a.grad_explosions) < MAX_EVENTS:
                 self.a.grad_explosions.append(GradExplosion(
-                    step, g, det.level, *_fl(where)))
+                    step, g, max(det.win) if short else det.level, *_fl(where)))
                 self._ev("grad-norm-explosion", where)
             return
         det.add(g)
@@ -569,6 +585,16 @@ class SeriesAnalyzer:
             return None
         start = next((r[0] for r in body if r[2] >= before * 1.15), body[0][0])
         return Trend("step-time", start, body[-1][1], before, after, z)
+
+
+def _short_jump(win: deque[float], x: float, ratio: float, rise: float,
+                least: int = 1) -> bool:
+    """Too few points for a robust level, but `x` is far above every one of the (at least
+    `least`) points before it."""
+    if len(win) < least or len(win) >= MIN_HISTORY:
+        return False
+    top = max(win)
+    return top > 0 and x >= ratio * top and x - top >= rise
 
 
 def _resolve(where: WhereArg) -> Where | None:

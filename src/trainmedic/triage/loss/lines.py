@@ -9,6 +9,8 @@ Formats (detected from content, each line on its own):
 - DeepSpeed `step=N, skipped=K`, `OVERFLOW! ... reducing to S`; apex `Gradient overflow`;
 - PyTorch Lightning / NeMo 1 progress bars (`Epoch E: ...| i/n [..., train_loss=...]`): the bar
   counts batches per epoch, so the global step adds up the epochs (or reads `global_step=`);
+- OpenMMLab's mmengine runner (`Epoch(train)  [E][ i/n]  ...  grad_norm: G  loss: X` or
+  `Iter(train) [ i/n]`), the epoch's batches added up into a global step;
 - torchtitan (`step: N  loss: X  grad_norm: G`), DLLogger (`DLLL {...}` JSON lines), and plain
   `step 100 loss 2.3` / `Iter 25: Train loss 1.59` lines.
 Also the lines around them that recovery needs: checkpoint saves, save and log intervals.
@@ -35,6 +37,9 @@ _PLAIN = re.compile(
 )
 _PLAIN_GRAD = re.compile(r"\bgrad[_ ]?norm\b\s*[:=]?\s*(" + NUM + r")", re.I)
 _TITAN = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(" + NUM + r")(?:\s+grad_norm:\s*(" + NUM + r"))?")
+_MMENGINE = re.compile(r"\b(Epoch|Iter)\(train\)\s*(?:\[\s*(\d+)\])?\s*\[\s*(\d+)/(\d+)\]")
+_MM_LOSS = re.compile(r"(?<![\w.])loss:\s*(" + NUM + r")")
+_MM_GRAD = re.compile(r"\bgrad_norm:\s*(" + NUM + r")")
 _DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)")
 _DS_GLOBAL = re.compile(r"global_step=(\d+)")
 _DS_OVERFLOW = re.compile(r"OVERFLOW!.*?Attempted loss scale: (" + NUM + r")(?:, reducing to ("
@@ -190,6 +195,17 @@ class LineReader:
             m = _INTERVAL.search(text)
             if m:
                 self._interval(m.group(1), int(m.group(2)))
+                return True
+        if "(train)" in text:
+            m = _MMENGINE.search(text)
+            loss = _MM_LOSS.search(text) if m else None
+            if m and loss:
+                self._fmt("mmengine", lineno)
+                i, n = int(m.group(3)), int(m.group(4))
+                step = (int(m.group(2)) - 1) * n + i if m.group(2) else i
+                g = _MM_GRAD.search(text)
+                self.s.point(step, float(loss.group(1)),
+                             grad=parse_float(g.group(1)) if g else None, where=where)
                 return True
         m = _PLAIN.search(text)
         if m:
