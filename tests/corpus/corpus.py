@@ -4,6 +4,8 @@ Format (see the corpus notes): `tests/corpus/cases/<area>/<slug>.log`, a header 
 lines starting with `# source: URL`, a `# ---` line, then the excerpt verbatim. `expect` is
 `TREE#NODE`, `TREE#?` (the tree is certain, the node is not) or `none` (a healthy log);
 `split` is `tune` (signatures may be tuned on it) or `holdout` (never read while tuning).
+`batch: 2` marks the cases collected after the first signatures were written (all held out): they
+were run blind once, then reported apart (`group`), as the fairest measure of unseen logs.
 Node ids for trees that do not exist yet are listed in `proposed_nodes_*.md`.
 
 Used by the format and floor tests and by `benchmarks/triage_accuracy.py`; scoring only ever
@@ -21,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
 SEPARATOR = "# ---"
 SPLITS = ("tune", "holdout")
+BATCHES = ("1", "2")
 _HEADER = re.compile(r"^# ([a-z-]+): ?(.*)$")
 _PROPOSED = re.compile(r"^([a-z0-9-]+#[a-z0-9-]+):\s")
 
@@ -45,6 +48,15 @@ class Case:
     @property
     def split(self) -> str:
         return self.header.get("split", "")
+
+    @property
+    def batch(self) -> str:
+        return self.header.get("batch", "1")
+
+    @property
+    def group(self) -> str:
+        """`tune`, `holdout` or `holdout-2`: the split, with the later blind batch apart."""
+        return self.split if self.batch == "1" else f"{self.split}-{self.batch}"
 
     @property
     def healthy(self) -> bool:
@@ -107,6 +119,10 @@ def format_problems(case: Case) -> list[str]:
             out.append(f"no '# {key}:' line")
     if case.split and case.split not in SPLITS:
         out.append(f"split must be one of {', '.join(SPLITS)}, not {case.split!r}")
+    if case.batch not in BATCHES:
+        out.append(f"batch must be one of {', '.join(BATCHES)}, not {case.batch!r}")
+    elif case.batch != "1" and case.split != "holdout":
+        out.append("a later batch is held out: split must be holdout")
     expect = case.expect
     if expect and expect != "none" and not re.match(r"^[a-z0-9-]+#(?:[a-z0-9-]+|\?)$", expect):
         out.append(f"expect must be TREE#NODE, TREE#? or none, not {expect!r}")
