@@ -4,12 +4,13 @@ Each app exits itself on Textual's `Ready` event (sent once the first frame is d
 headless at 80x24 in its own interpreter, and the two are timed alternately over N runs; medians
 are compared. Budget (DESIGN.md): at most 1.15x the minimal app.
 
-Both apps run as an installed app does: from compiled bytecode (pip compiles it at install). The
-children write theirs to a temporary cache in the warm-up runs and read it from there, so a
-PYTHONDONTWRITEBYTECODE in the caller's environment does not time trainmedic's compilation from
-source against Textual's compiled modules. The size is fixed because, headless and without a
-terminal, Textual takes its first size from Rich (80x25) and the next from the driver (80x24): an
-app whose first frame comes late is laid out and painted again for a resize no terminal sends.
+Both apps run as an installed app does (`_timing.program_env`): byte-code cached in a temporary
+PYTHONPYCACHEPREFIX, filled by the warm-up runs, so a checkout under PYTHONDONTWRITEBYTECODE does
+not time trainmedic's compiler against Textual's compiled modules; caches and state of their own
+(no saved walks; tree cards written by the warm-up run, not emptied by another checkout's run).
+The size is fixed because, headless and without a terminal, Textual takes its first size from
+Rich (80x25) and the next from the driver (80x24): an app whose first frame comes late is laid
+out and painted again for a resize no terminal sends.
 
     .venv/bin/python benchmarks/tui_startup.py [--runs N] [--trees DIR ...]
 """
@@ -17,12 +18,14 @@ app whose first frame comes late is laid out and painted again for a resize no t
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
+
+from _timing import program_env
 
 MINIMAL = """
 from textual.app import App
@@ -73,14 +76,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--trees", action="append", default=[])
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as state:
-        # No saved walks to read; caches of its own (tree cards, parsed trees), written by the
-        # warm-up run, so another checkout's run in between does not empty them (home would
-        # then load every tree in a timed run).
-        env = {**os.environ, "XDG_STATE_HOME": state,
-               "XDG_CACHE_HOME": os.path.join(state, "cache"),
-               "PYTHONPYCACHEPREFIX": os.path.join(state, "pycache")}
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    with tempfile.TemporaryDirectory() as folder:
+        env = program_env(Path(folder))
         time_once(MINIMAL, [], env)  # warm the file and bytecode caches for both
         time_once(TRAINMEDIC, args.trees, env)
         _, painted = time_once(TRAINMEDIC, args.trees, env)
