@@ -75,3 +75,31 @@ def test_home_painted_from_cards_with_a_saved_walk_loads_no_yaml(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, timeout=120)
     assert done.stdout.strip().splitlines()[-1] == "1 []", done.stderr[-2000:]
+
+
+def test_first_start_paints_home_without_the_saved_walk_reader(tmp_path):
+    """Before any walk is saved there is no walks folder: home lists trees and actions without
+    importing the saved-walk reader (the startup benchmark's budget); once a folder exists the
+    reader lists it (the test above)."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from trainmedic.tui.app import TrainmedicApp\n"
+        "from trainmedic.tui.start import build_home_app\n"
+        "class Once(TrainmedicApp):\n"
+        "    def on_ready(self):\n"
+        "        self.listed = len(self.screen.shown)\n"
+        "        self.exit()\n"
+        f"app = build_home_app([{str(FIXTURES)!r}], app_class=Once)\n"
+        "app.run(headless=True)\n"
+        "print(app.listed, 'trainmedic.saved_walks' in sys.modules)\n"
+    )
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=120)
+    listed, imported = done.stdout.strip().splitlines()[-1].split()
+    assert int(listed) > 0 and imported == "False", done.stderr[-2000:]
