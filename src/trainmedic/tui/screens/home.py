@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from rich.text import Text
@@ -31,13 +30,13 @@ COMMAND_KEYS = frozenset({"j", "k", "g", "G", "q", "question_mark", "slash"})
 def _recent_walks() -> tuple[list[SavedWalk], list[Skipped]]:
     """The newest saved walks. Before the first walk is saved there is no walks folder, and
     then the reader (and the modules it needs) is not imported: the first frame of a first start
-    does not wait on it. Any other state of the folder is the reader's to judge and report."""
+    does not wait on it. This is the reader's own first check, so a folder that cannot be
+    looked at (Python 3.11 raises) is still the reader's to report."""
     from trainmedic.state import walks_dir
 
     try:
-        os.stat(walks_dir())
-    except FileNotFoundError:
-        return [], []
+        if not walks_dir().is_dir():
+            return [], []
     except OSError:
         pass
     from trainmedic.saved_walks import list_walks
