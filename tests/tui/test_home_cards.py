@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 import time
 
 from tui_helpers import FIXTURES
@@ -43,10 +46,6 @@ def test_cards_cached_until_a_tree_file_changes(tmp_path, monkeypatch):
 def test_home_painted_from_cards_with_a_saved_walk_loads_no_yaml(tmp_path):
     """The first frame must not wait on the YAML loader: listing a saved walk reads the walk's
     record, which needs the tree model but not the loader (the startup benchmark's budget)."""
-    import os
-    import subprocess
-    import sys
-
     code = (
         "import sys\n"
         "from trainmedic.saved_walks import save_walk\n"
@@ -70,8 +69,37 @@ def test_home_painted_from_cards_with_a_saved_walk_loads_no_yaml(tmp_path):
         "print(len(app.shown), sorted(m for m in ('yaml', 'networkx', 'trainmedic.trees.loader')\n"
         "                           if m in sys.modules))\n"
     )
+    last, errors = _last_line(code, tmp_path)
+    assert last == "1 []", errors
+
+
+def test_first_start_paints_home_without_the_saved_walk_reader(tmp_path):
+    """Before any walk is saved there is no walks folder: home lists trees and actions without
+    importing the saved-walk reader (the startup benchmark's budget); once a folder exists the
+    reader lists it (the test above)."""
+    code = (
+        "import sys\n"
+        "from trainmedic.tui.app import TrainmedicApp\n"
+        "from trainmedic.tui.start import build_home_app\n"
+        "class Once(TrainmedicApp):\n"
+        "    def on_ready(self):\n"
+        "        self.listed = len(self.screen.shown)\n"
+        "        self.exit()\n"
+        f"app = build_home_app([{str(FIXTURES)!r}], app_class=Once)\n"
+        "app.run(headless=True)\n"
+        "print(app.listed, 'trainmedic.saved_walks' in sys.modules)\n"
+    )
+    last, errors = _last_line(code, tmp_path)
+    assert len(last.split()) == 2, errors
+    listed, imported = last.split()
+    assert int(listed) > 0 and imported == "False", errors
+
+
+def _last_line(code: str, tmp_path) -> tuple[str, str]:
+    """The last line `code` prints in a fresh interpreter with its own state and cache folders,
+    and the end of its stderr (to say why, when it failed)."""
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "state"),
            "XDG_CACHE_HOME": str(tmp_path / "cache")}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, timeout=120)
-    assert done.stdout.strip().splitlines()[-1] == "1 []", done.stderr[-2000:]
+    return (done.stdout.strip().splitlines() or [""])[-1], done.stderr[-2000:]

@@ -11,13 +11,12 @@ from textual.binding import Binding, BindingType
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from trainmedic.textsafe import inert_line
 from trainmedic.tui.base import AppScreen
 from trainmedic.tui.served import probes_location
 from trainmedic.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
-    from trainmedic.saved_walks import SavedWalk, WalkRecord
+    from trainmedic.saved_walks import SavedWalk, Skipped, WalkRecord
 
 RECENT_WALKS = 5
 PLACEHOLDER = "type to filter trees, actions and recent walks"
@@ -26,6 +25,23 @@ DETAIL_ROWS = 3  # the detail panel's height less its rule
 NODE_SEARCH_MIN = 3
 NODE_HITS = 8
 COMMAND_KEYS = frozenset({"j", "k", "g", "G", "q", "question_mark", "slash"})
+
+
+def _recent_walks() -> tuple[list[SavedWalk], list[Skipped]]:
+    """The newest saved walks. Before the first walk is saved there is no walks folder, and
+    then the reader (and the modules it needs) is not imported: the first frame of a first start
+    does not wait on it. This is the reader's own first check, so a folder that cannot be
+    looked at (Python 3.11 raises) is still the reader's to report."""
+    from trainmedic.state import walks_dir
+
+    try:
+        if not walks_dir().is_dir():
+            return [], []
+    except OSError:
+        pass
+    from trainmedic.saved_walks import list_walks
+
+    return list_walks(limit=RECENT_WALKS)
 
 
 def _count(n: int, what: str) -> str:
@@ -97,11 +113,11 @@ class HomeScreen(AppScreen[None]):
 
     # -- content ------------------------------------------------------------------------------
     def reload_walks(self) -> None:
-        from trainmedic.saved_walks import list_walks
-
-        walks, skipped = list_walks(limit=RECENT_WALKS)
+        walks, skipped = _recent_walks()
         for item in skipped:
             if item.path not in self._reported:  # once per file, not at every return to home
+                from trainmedic.textsafe import inert_line
+
                 self._reported.add(item.path)
                 self.app.notify(inert_line(f"{item.path.name}: {item.reason}; skipped"),
                                 title="Saved walk unreadable", severity="warning", timeout=6,
@@ -146,6 +162,10 @@ class HomeScreen(AppScreen[None]):
         ]
 
     def _walk_entries(self, walks: list[SavedWalk]) -> list[Entry]:
+        if not walks:
+            return []
+        from trainmedic.textsafe import inert_line
+
         entries = []
         for saved in walks[:RECENT_WALKS]:
             walk = saved.record
