@@ -107,6 +107,16 @@ def test_this_shell_is_labelled_as_not_the_job(monkeypatch):
     assert result.evidence["trace_buffer_set"].endswith("[this shell, not the job]")
 
 
+def _wait_for_exec(pid: int, marker: str) -> None:
+    import time
+    from pathlib import Path
+
+    deadline = time.monotonic() + 10
+    while marker.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes():
+        assert time.monotonic() < deadline, "the child never ran its program"
+        time.sleep(0.01)
+
+
 def test_a_running_rank_is_read_from_proc(monkeypatch):
     import subprocess
     import sys
@@ -122,6 +132,7 @@ def test_a_running_rank_is_read_from_proc(monkeypatch):
         env={"PATH": "/usr/bin:/bin", "TORCH_NCCL_TRACE_BUFFER_SIZE": "2000",
              "NCCL_ALGO": "Ring", "RANK": "3"})
     try:
+        _wait_for_exec(rank.pid, marker)  # before exec, /proc shows the forking parent's env
         by_pid = env_probe.probe(Budget(2), ProbeContext(job_pid=str(rank.pid)))
         monkeypatch.setenv("TRAINMEDIC_JOB_PID", marker)  # found by a name in its command line
         by_name = env_probe.probe(Budget(2), ProbeContext())
