@@ -18,10 +18,13 @@ LOSS_ANALYSES = ("loss-spike", "loss-nan", "grad-norm-explosion", "loss-scale-co
 # rank-comparison verdict kind -> analysis name
 RANK_ANALYSES = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
 # analyses of the whole log once it is read
-WHOLE_LOG = ("loss-plateau", "step-time-creep", "data-wait")
+WHOLE_LOG = ("loss-plateau", "step-time-creep", "data-wait", "lr-zero")
+LR_ZERO_MIN = 3  # progress lines in a row printing the learning rate as 0 (one is a schedule's
+# first warm-up step or its last step)
 # what an analysis can conclude, for its signature's routes (`outcome:`)
 OUTCOMES: dict[str, frozenset[str]] = {
     "loss-nan": frozenset({"sudden"}), "loss-plateau": frozenset({"identical"}),
+    "lr-zero": frozenset({"grad-zero"}),
 }
 
 ANALYSES = frozenset(LOSS_ANALYSES) | frozenset(RANK_ANALYSES.values()) | frozenset(WHOLE_LOG)
@@ -55,6 +58,17 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
             return (f"the loss stays at {found['value']:.6g} ({found['points']} logged "
                     f"points, {how}): the model is not learning",
                     "identical" if found["identical"] else None, found, [])
+        return None
+    if name == "lr-zero":
+        for loss, _evidence in scanner.loss.runs:
+            if loss.lr_zero_tail < LR_ZERO_MIN:
+                continue
+            grad_zero = loss.grad_zero_tail >= LR_ZERO_MIN
+            return (f"the learning rate is printed as 0 on the last {loss.lr_zero_tail} progress "
+                    "lines" + (" (and the grad norm too)" if grad_zero else "")
+                    + ": the optimizer's steps change nothing",
+                    "grad-zero" if grad_zero else None,
+                    {"lines": loss.lr_zero_tail, "grad_zero": grad_zero}, [])
         return None
     if name == "data-wait":
         wait = scanner.steptimes.data_wait()
