@@ -74,6 +74,10 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
         wait = scanner.steptimes.data_wait()
         if wait is None:
             return None
+        if "stalls" in wait:
+            return (f"steps stall for their batch (up to {wait['longest']:.3g} s, {wait['stalls']} "
+                    f"stall(s)): the waits take {wait['share']:.0%} of the time read "
+                    f"({wait['points']} readings)", None, wait, list(scanner.steptimes.data_lines))
         return (f"iterations spend {wait['share']:.0%} of their time waiting for the next batch "
                 f"(median of {wait['points']} data_time/time readings)",
                 None, wait, list(scanner.steptimes.data_lines))

@@ -20,7 +20,8 @@ from typing import Any
 
 # Megatron's timer summary line ("time (ms) | forward-compute: ..."), not the per-rank timer
 # lines that repeat on every step of a long log
-NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:", "data_time: ")
+NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:", "data_time: ",
+           "load_data_time", "data_wait_time", " data_s:")
 MAX_POINTS = 512
 MIN_POINTS = 4
 CREEP_RATIO = 1.15  # the last third's median step time over the first third's
@@ -40,6 +41,18 @@ _MEG_BATCH = re.compile(r"batch-generator: ([\d.]+)")
 _MEG_FB = re.compile(r"forward-backward: ([\d.]+)")
 DATA_MIN_POINTS = 3
 DATA_SHARE = 0.4  # the median share of an iteration spent waiting for data that is a finding
+# A few long stalls also starve the GPUs while the median stays low: a step that waits at least
+# STALL_RATIO times its own compute time (and STALL_MIN seconds) for its batch, with the waits
+# taking at least STALL_SHARE of all the time read. The first reading is left out: the workers
+# are still starting.
+STALL_RATIO, STALL_MIN, STALL_SHARE = 10.0, 2.0, 0.5
+# other trainers print the wait and the step as separate fields: the wait first, then the
+# compute alone (`load_data_time: 19.6, train_step_time: 0.686`, `updt_s:0.302 data_s:13.330`)
+# or the whole iteration (`iter_time: 0.645(0.645)  data_wait_time: 0.000(0.000)`)
+_FIELD = re.compile(r"\b([a-z_]+)\s*[:=]\s*(\d+(?:\.\d+)?)")
+_WAIT_KEYS = ("data_wait_time", "load_data_time", "data_s")
+_COMPUTE_KEYS = ("train_step_time", "updt_s", "update_s")  # the step without the wait
+_TOTAL_KEYS = ("iter_time",)  # the step with the wait
 
 
 @dataclass
@@ -52,11 +65,15 @@ class StepTimes:
     last: tuple[str, int, str] | None = None
     data: list[float] = field(default_factory=list)  # data_time / time per reading (bounded)
     data_lines: list[tuple[str, int, str]] = field(default_factory=list)  # first and last
+    waits: list[tuple[float, float]] = field(default_factory=list)  # (wait, whole step) seconds
 
     def feed(self, text: str, file: str, lineno: int) -> bool:
-        if "data_time: " in text:
+        if "data_time: " in text and "load_data_time" not in text:
             m = _DATA_TIME.search(text)
             return self._data(m.group(2), m.group(1), file, lineno, text) if m else False
+        if "data_wait_time" in text or "load_data_time" in text or " data_s:" in text:
+            pair = _wait_fields(text)
+            return self._data(*pair, file, lineno, text) if pair else False
         if "batch-generator: " in text and "time (ms) |" in text:
             b, fb = _MEG_BATCH.search(text), _MEG_FB.search(text)
             if b and fb:
@@ -87,6 +104,7 @@ class StepTimes:
         if s <= 0 or len(self.data) >= MAX_POINTS:
             return True
         self.data.append(min(1.0, w / s))
+        self.waits.append((w, max(w, s)))
         where = (file, lineno, text.strip()[:500])
         self.data_lines[1:] = [where] if self.data_lines else []
         if not self.data_lines:
@@ -94,13 +112,20 @@ class StepTimes:
         return True
 
     def data_wait(self) -> dict[str, Any] | None:
-        """Iterations that mostly wait for the next batch (the median share), or None."""
+        """Iterations that mostly wait for the next batch (the median share), or a run whose
+        few long stalls for data take most of the time; None otherwise."""
         if len(self.data) < DATA_MIN_POINTS:
             return None
         share = median(self.data)
-        if share < DATA_SHARE:
-            return None
-        return {"share": share, "points": len(self.data)}
+        if share >= DATA_SHARE:
+            return {"share": share, "points": len(self.data)}
+        rest = self.waits[1:]
+        stalls = [w for w, s in rest if w >= STALL_MIN and w >= STALL_RATIO * (s - w)]
+        total = sum(s for _w, s in rest)
+        if stalls and total > 0 and sum(w for w, _s in rest) / total >= STALL_SHARE:
+            return {"share": sum(w for w, _s in rest) / total, "points": len(self.data),
+                    "stalls": len(stalls), "longest": max(stalls)}
+        return None
 
     def creep(self) -> dict[str, Any] | None:
         """A steady rise of the step time, or None."""
@@ -113,6 +138,23 @@ class StepTimes:
             return None
         return {"early": early, "late": late, "ratio": late / early, "points": self.seen,
                 "form": self.source}
+
+
+def _wait_fields(text: str) -> tuple[str, str] | None:
+    """(wait, whole step) as printed, from a line with the wait and the step as separate
+    fields, or None."""
+    fields = dict(_FIELD.findall(text))
+    wait = next((fields[k] for k in _WAIT_KEYS if k in fields), None)
+    if wait is None:
+        return None
+    total = next((fields[k] for k in _TOTAL_KEYS if k in fields), None)
+    if total is not None:
+        return wait, total
+    compute = next((fields[k] for k in _COMPUTE_KEYS if k in fields), None)
+    try:
+        return (wait, str(float(wait) + float(compute))) if compute is not None else None
+    except ValueError:
+        return None
 
 
 def _reading(text: str) -> tuple[float | None, str | None]:

@@ -61,8 +61,8 @@ _DLLL = re.compile(r"DLLL (\{.*\})\s*$")
 _TV_EPOCH = re.compile(r"^\s*Epoch: \[(\d+)\]\s+\[\s*(\d+)/(\d+)\]")
 _TV_LR = re.compile(r"(?<![\w.])lr: (" + NUM + r")")
 # one summary line per epoch: the epoch number, then the first (training) loss on the line
-_EPOCH_LOSS = re.compile(r"^\s*Epoch:?\s*(\d+)(?:/\d+)?\s*[:,]\s.*?\b(?:train[_ ])?[Ll]oss\b[:=]?\s*("
-                         + NUM + r")(?![\w.])")
+_EPOCH_LOSS = re.compile(r"^\s*Epoch:?\s*(\d+)(?:/\d+)?\s*[:,]\s.*?\b(?:train[_ ])?[Ll]oss\b"
+                         r"[:=]?\s*(" + NUM + r")(?![\w.])")
 
 LOSS_KEYS = ("lm loss", "lm_loss", "reduced_train_loss", "train_loss_step", "train_loss",
              "loss")
@@ -157,9 +157,8 @@ class LineReader:
             m = _LIGHTNING.search(text)
             if m:
                 return self._lightning(m, where)
-        if "Epoch" in text and "oss" in text:
-            if self._epoch_line(text, where):
-                return True
+        if "Epoch" in text and "oss" in text and self._epoch_line(text, where):
+            return True
         if "|" in text and "/" in text and "[" in text:
             m = _TQDM.search(text)
             if m:
