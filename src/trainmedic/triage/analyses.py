@@ -53,8 +53,12 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
             found = plateau(loss.points)
             if found is None:
                 continue
-            how = ("never moved from the first logged step" if found["identical"] else
-                   f"from step {found['from_step']} to {found['to_step']}")
+            if not found["identical"]:
+                how = f"from step {found['from_step']} to {found['to_step']}"
+            elif found["same_from"] == found["from_step"]:
+                how = "never moved from the first logged step"
+            else:
+                how = f"exactly the same from step {found['same_from']} on"
             return (f"the loss stays at {found['value']:.6g} ({found['points']} logged "
                     f"points, {how}): the model is not learning",
                     "identical" if found["identical"] else None, found, [])

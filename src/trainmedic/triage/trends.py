@@ -188,7 +188,9 @@ PLATEAU_MIN = 3
 def plateau(points: list[tuple[int, float]]) -> dict[str, Any] | None:
     """The loss at one value to its printed precision for the last points of the run (at least
     `PLATEAU_MIN` points over most of the series, or two points hundreds of steps apart that
-    are exactly equal). `identical` when it never moved from the first point on."""
+    are exactly equal). `identical` when it never moved from the first point on, or from the
+    second with at least `PLATEAU_MIN` equal points (the first epoch's average still holds the
+    steps before the weights stopped changing)."""
     vals = [v for _s, v in points if v == v and abs(v) != float("inf")]
     if len(vals) < 2 or len(vals) != len(points):
         return None
@@ -207,4 +209,7 @@ def plateau(points: list[tuple[int, float]]) -> dict[str, Any] | None:
     if not long_enough or median(tail) == 0:
         return None
     return {"value": median(tail), "from_step": points[start][0], "to_step": points[-1][0],
-            "points": len(tail), "identical": exact and start == 0}
+            "points": len(tail),
+            "same_from": points[0][0] if vals[0] == vals[-1] else points[1][0],
+            "identical": start <= 1 and len(set(vals[1:])) == 1 and (
+                (exact and start == 0) or len(vals) - 1 >= PLATEAU_MIN)}

@@ -14,7 +14,8 @@ Formats (detected from content, each line on its own):
 - torchtitan (`step: N  loss: X  grad_norm: G`), DLLogger (`DLLL {...}` JSON lines), and plain
   `step 100 loss 2.3` / `Iter 25: Train loss 1.59` lines;
 - torchvision's reference scripts (`Epoch: [E]  [ i/n]  eta: ...  lr: X  loss: Y (avg)`) and
-  one line per epoch (`Epoch: 3, Loss: 2.30`, `Epoch 85/300: 100%|...| ..., Loss 6.27, ...`).
+  one line per epoch (`Epoch: 3, Loss: 2.30`, `Epoch 85/300: 100%|...| ..., Loss 6.27, ...`);
+- Keras `fit` (`Epoch 2/100` then `89595/89595 [=====] - 8s - loss: 5.7257 - acc: 0.6448`).
 The learning rate, where a line prints it, is followed too: printed as 0 line after line, the
 run cannot learn.
 Also the lines around them that recovery needs: checkpoint saves, save and log intervals.
@@ -60,6 +61,8 @@ _DLLL = re.compile(r"DLLL (\{.*\})\s*$")
 # torchvision's MetricLogger in the reference training scripts
 _TV_EPOCH = re.compile(r"^\s*Epoch: \[(\d+)\]\s+\[\s*(\d+)/(\d+)\]")
 _TV_LR = re.compile(r"(?<![\w.])lr: (" + NUM + r")")
+_KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/\d+\s*$")
+_KERAS_BAR = re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - .*? - loss: (" + NUM + r")(?![\w.])")
 # one summary line per epoch: the epoch number, then the first (training) loss on the line
 _EPOCH_LOSS = re.compile(r"^\s*Epoch:?\s*(\d+)(?:/\d+)?\s*[:,]\s.*?\b(?:train[_ ])?[Ll]oss\b"
                          r"[:=]?\s*(" + NUM + r")(?![\w.])")
@@ -122,6 +125,8 @@ class LineReader:
         self._dl_max = 0
         self._dl_last = 0
         self._megatron_had_loss = False
+        self._keras_epoch: int | None = None
+        self._keras_index = 0
 
     def begin(self, name: str) -> None:
         self.flush()
@@ -158,6 +163,8 @@ class LineReader:
             if m:
                 return self._lightning(m, where)
         if "Epoch" in text and "oss" in text and self._epoch_line(text, where):
+            return True
+        if (" - loss: " in text or text.startswith("Epoch ")) and self._keras(text, where):
             return True
         if "|" in text and "/" in text and "[" in text:
             m = _TQDM.search(text)
@@ -247,6 +254,21 @@ class LineReader:
             return False
         self._fmt("epoch", where[1])
         self.s.point(int(m.group(1)), float(m.group(2)), where=where)
+        return True
+
+    def _keras(self, text: str, where: Where) -> bool:
+        """Keras prints `Epoch i/n` on its own line, then the epoch's progress bar."""
+        m = _KERAS_EPOCH.match(text)
+        if m:
+            self._keras_epoch = int(m.group(1))
+            return True
+        m = _KERAS_BAR.match(text)
+        if m is None:
+            return False
+        self._fmt("keras", where[1])
+        self._keras_index += 1
+        step = self._keras_epoch if self._keras_epoch is not None else self._keras_index
+        self.s.point(step, float(m.group(1)), where=where)
         return True
 
     def learning_rate(self, lr: float | None, grad: float | None = None) -> None:
