@@ -18,7 +18,7 @@ LOSS_ANALYSES = ("loss-spike", "loss-nan", "grad-norm-explosion", "loss-scale-co
 # rank-comparison verdict kind -> analysis name
 RANK_ANALYSES = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
 # analyses of the whole log once it is read
-WHOLE_LOG = ("loss-plateau", "step-time-creep", "data-wait", "lr-zero")
+WHOLE_LOG = ("loss-plateau", "step-time-creep", "data-wait", "lr-zero", "ib-expected-missing")
 LR_ZERO_MIN = 3  # progress lines in a row printing the learning rate as 0 (one is a schedule's
 # first warm-up step or its last step)
 # what an analysis can conclude, for its signature's routes (`outcome:`)
@@ -63,6 +63,13 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
                     f"points, {how}): the model is not learning",
                     "identical" if found["identical"] else None, found, [])
         return None
+    if name == "ib-expected-missing":
+        lines = scanner.ib.missing()
+        if lines is None:
+            return None
+        return ("NCCL was told to use InfiniBand (an HCA list or IB enabled) but found no IB "
+                "device, and no rank uses IB: traffic between nodes goes over TCP sockets",
+                None, {}, lines)
     if name == "lr-zero":
         for loss, _evidence in scanner.loss.runs:
             if loss.lr_zero_tail < LR_ZERO_MIN:

@@ -1,4 +1,5 @@
-"""Step times from progress lines, and the loss standing still: two whole-log analyses.
+"""Step times from progress lines, the loss standing still, InfiniBand configured but absent:
+whole-log analyses.
 
 Slow training often shows only as a trend: the time per step (or epoch) climbs steadily on a
 fixed workload. The readers take the common forms: Megatron's timer lines (`forward-compute` +
@@ -179,6 +180,37 @@ def _tau(v: list[float]) -> float:
                 pairs += 1
                 concordant += 1 if v[j] > v[i] else -1
     return concordant / pairs if pairs else 0.0
+
+
+# NCCL's INFO lines: the job asks for InfiniBand (an HCA list, IB explicitly enabled) but NCCL
+# finds no IB device, and no rank of the log uses IB: it runs over TCP sockets instead.
+IB_NEEDLES = ("NET/IB : No device found", "NCCL_IB_HCA set", "NCCL_IB_DISABLE set by environment",
+              "Using network IB", "NET/IB : Using")
+
+
+@dataclass
+class IbExpected:
+    no_device: tuple[str, int, str] | None = None  # (file, line, text) of the first one
+    expected: tuple[str, int, str] | None = None
+    ib_used: bool = False
+
+    def feed(self, text: str, file: str, lineno: int) -> None:
+        where = (file, lineno, text.strip()[:500])
+        if "NET/IB : No device found" in text and self.no_device is None:
+            self.no_device = where
+        if self.expected is None and ("NCCL_IB_HCA set" in text or re.search(
+                r"NCCL_IB_DISABLE set by environment to 0\b", text)):
+            self.expected = where
+        if "Using network IB" in text or "NET/IB : Using" in text:
+            self.ib_used = True
+
+    def missing(self) -> list[tuple[str, int, str]] | None:
+        """The lines that show IB asked for and not found (none of the log's ranks using it),
+        or None."""
+        if self.no_device is None or self.expected is None or self.ib_used:
+            return None
+        return [self.expected] if self.expected == self.no_device else [self.expected,
+                                                                          self.no_device]
 
 
 PLATEAU_SPREAD = 0.002  # max - min within 0.2% of the value
