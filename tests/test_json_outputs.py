@@ -46,12 +46,18 @@ def test_real_output_validates_against_its_schema(name):
     jsonschema.validate(data, schema(name))
 
 
-def test_a_triage_guess_validates_too(tmp_path):
-    # a tune case of the corpus no signature knows (yet)
+def test_a_triage_guess_validates_too(monkeypatch):
+    """A guess (no signature knows the error) in the JSON `triage --json` writes. The signatures
+    are taken away so that a real corpus case is unknown whatever the trees learn later."""
+    import trainmedic.triage as triage
+    from trainmedic.commands.outputs import stamped
+    from trainmedic.trees.forest import Forest
+    from trainmedic.triage.signatures import compile_forest
+
     case = ROOT / "tests/corpus/cases/moe/alltoall_dispatcher_empty_output_view_megatron_1877.log"
-    log = tmp_path / "x.log"
-    log.write_text(case.read_text().split("\n# ---\n", 1)[1])
-    data = json.loads(trainmedic("triage", str(log), "--json").stdout)
+    monkeypatch.setattr(triage, "_signatures", lambda trees: compile_forest(Forest()))
+    report = triage.triage_text(case.read_text().split("\n# ---\n", 1)[1], name="x.log")
+    data = json.loads(json.dumps(stamped("triage", report.to_dict()), default=str))
     assert data["findings"][0]["guess"] is True
     jsonschema.validate(data, schema("triage"))
 
