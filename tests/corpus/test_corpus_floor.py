@@ -22,8 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import Score, judge, load_cases
 
 FLOOR_TREE, FLOOR_NODE = 0.95, 0.80
-HELD_TREE = 0.87  # batch 1's tree-level (tune and holdout, 17 trees), a ratchet until FLOOR_TREE
-HELD_TUNE_TREE, HELD_TUNE_NODE = 0.93, 0.90  # today's level on the tune split
+HELD_TREE = 0.88  # batch 1's tree-level (tune and holdout, 17 trees), a ratchet until FLOOR_TREE
+# today's level on the tune split: 47 harder cases joined it (slow training, convergence, fp16
+# loss scale, hangs with no error), so it was lowered from 0.93 / 0.90 to what it measures
+# (231/250 tree, 221/249 node); the misses left are hangs whose excerpt is only NCCL set-up and
+# labels the message alone cannot decide
+HELD_TUNE_TREE, HELD_TUNE_NODE = 0.92, 0.88
 # Batch 2 was collected after the signatures were written and run blind once (67.5% tree, 55.3%
 # node with its final labels); the classes of its misses then guided signature work, so today's
 # level below is no longer a blind measure. It is held so that it can only rise.

@@ -39,3 +39,33 @@ def test_megatron_batch_generator_timer_share():
              for fb, bg in ((900.0, 610.0), (880.0, 590.0), (910.0, 640.0))]
     report = triage_text("\n".join(lines))
     assert "slow-training#dataloader" in [f.link for f in report.findings]
+
+
+def _separate(pairs: list[tuple[float, float]]) -> str:
+    # the wait and the compute as separate fields (a custom loop's print of both timers)
+    return "\n".join(f"load_data_time: {w:.4f}, train_step_time: {c:.3f}" for w, c in pairs)
+
+
+def test_a_long_stall_that_takes_most_of_the_time_is_the_dataloader():
+    pairs = [(0.0001, 0.66), (0.0001, 0.65), (0.0001, 0.64), (19.6, 0.69), (0.0002, 0.66)]
+    report = triage_text(_separate(pairs))
+    assert report.findings[0].link == "slow-training#dataloader"
+    assert "stall" in report.findings[0].summary
+
+
+def test_a_stall_on_the_first_reading_is_start_up():
+    pairs = [(19.6, 0.69), (0.0001, 0.66), (0.0001, 0.65), (0.0001, 0.64), (0.0002, 0.66)]
+    assert triage_text(_separate(pairs)).findings == []
+
+
+def test_a_short_stall_among_long_steps_says_nothing():
+    pairs = [(0.001, 3.0), (0.001, 3.1), (2.5, 3.0), (0.001, 3.2), (0.001, 3.0)]
+    assert triage_text(_separate(pairs)).findings == []
+
+
+def test_whole_iteration_and_wait_fields():
+    lines = "\n".join(
+        f"INFO - Training Epoch: [1]  [{i:4d}/1412]  lr: 0.000200  iter_time: {t:.3f}({t:.3f})"
+        f"  data_wait_time: {w:.3f}({w:.3f})  loss: 1.46 (1.46)"
+        for i, (t, w) in enumerate([(2.0, 1.5), (2.1, 1.6), (1.9, 1.4), (2.0, 1.5)]))
+    assert triage_text(lines).findings[0].link == "slow-training#dataloader"

@@ -18,10 +18,13 @@ LOSS_ANALYSES = ("loss-spike", "loss-nan", "grad-norm-explosion", "loss-scale-co
 # rank-comparison verdict kind -> analysis name
 RANK_ANALYSES = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
 # analyses of the whole log once it is read
-WHOLE_LOG = ("loss-plateau", "step-time-creep", "data-wait")
+WHOLE_LOG = ("loss-plateau", "step-time-creep", "data-wait", "lr-zero", "ib-expected-missing")
+LR_ZERO_MIN = 3  # progress lines in a row printing the learning rate as 0 (one is a schedule's
+# first warm-up step or its last step)
 # what an analysis can conclude, for its signature's routes (`outcome:`)
 OUTCOMES: dict[str, frozenset[str]] = {
     "loss-nan": frozenset({"sudden"}), "loss-plateau": frozenset({"identical"}),
+    "lr-zero": frozenset({"grad-zero"}),
 }
 
 ANALYSES = frozenset(LOSS_ANALYSES) | frozenset(RANK_ANALYSES.values()) | frozenset(WHOLE_LOG)
@@ -50,16 +53,42 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
             found = plateau(loss.points)
             if found is None:
                 continue
-            how = ("never moved from the first logged step" if found["identical"] else
-                   f"from step {found['from_step']} to {found['to_step']}")
+            if not found["identical"]:
+                how = f"from step {found['from_step']} to {found['to_step']}"
+            elif found["same_from"] == found["from_step"]:
+                how = "never moved from the first logged step"
+            else:
+                how = f"exactly the same from step {found['same_from']} on"
             return (f"the loss stays at {found['value']:.6g} ({found['points']} logged "
                     f"points, {how}): the model is not learning",
                     "identical" if found["identical"] else None, found, [])
+        return None
+    if name == "ib-expected-missing":
+        lines = scanner.ib.missing()
+        if lines is None:
+            return None
+        return ("NCCL was told to use InfiniBand (an HCA list or IB enabled) but found no IB "
+                "device, and no rank uses IB: traffic between nodes goes over TCP sockets",
+                None, {}, lines)
+    if name == "lr-zero":
+        for loss, _evidence in scanner.loss.runs:
+            if loss.lr_zero_tail < LR_ZERO_MIN:
+                continue
+            grad_zero = loss.grad_zero_tail >= LR_ZERO_MIN
+            return (f"the learning rate is printed as 0 on the last {loss.lr_zero_tail} progress "
+                    "lines" + (" (and the grad norm too)" if grad_zero else "")
+                    + ": the optimizer's steps change nothing",
+                    "grad-zero" if grad_zero else None,
+                    {"lines": loss.lr_zero_tail, "grad_zero": grad_zero}, [])
         return None
     if name == "data-wait":
         wait = scanner.steptimes.data_wait()
         if wait is None:
             return None
+        if "stalls" in wait:
+            return (f"steps stall for their batch (up to {wait['longest']:.3g} s, {wait['stalls']} "
+                    f"stall(s)): the waits take {wait['share']:.0%} of the time read "
+                    f"({wait['points']} readings)", None, wait, list(scanner.steptimes.data_lines))
         return (f"iterations spend {wait['share']:.0%} of their time waiting for the next batch "
                 f"(median of {wait['points']} data_time/time readings)",
                 None, wait, list(scanner.steptimes.data_lines))

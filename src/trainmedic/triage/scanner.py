@@ -140,7 +140,7 @@ class Scanner:
         # Needles that make a line worth Python's time: signatures, the words routes look for
         # above a match, errors no signature knows, the launcher's summary, progress lines.
         watch = {*sig_needles, *self._near, *unmatched.NEEDLES, *launcher.NEEDLES,
-                 *trends.NEEDLES}
+                 *trends.NEEDLES, *trends.IB_NEEDLES}
         self.needles = _minimal(watch | set(SERIES_NEEDLES))
         # Megatron-style logs: the loss package reads the iteration lines in blocks, so the
         # prefilter looks for everything but the progress lines
@@ -156,6 +156,7 @@ class Scanner:
         self._error_needles = frozenset(unmatched.NEEDLES)
         self._launcher_needles = frozenset(launcher.NEEDLES)
         self._trend_needles = frozenset(trends.NEEDLES)
+        self._ib_needles = frozenset(trends.IB_NEEDLES)
         self.use_grep = use_grep
         self.hits: dict[tuple[str, str, str | None], Hit] = {}
         self.loss = LossTracker()
@@ -163,6 +164,7 @@ class Scanner:
         self.launcher = LauncherTracker()
         self.errors = unmatched.ErrorTracker()
         self.steptimes = trends.StepTimes()  # one series: the first source that prints one
+        self.ib = trends.IbExpected()
         self.known_ranks: set[int] = set()
         self.hosts: set[str] = set()
         self.candidate_lines = 0
@@ -341,6 +343,8 @@ class Scanner:
             self.errors.feed(text, source.name, lineno, covered=covered, rank=rank, host=host)
         if found and not self._launcher_needles.isdisjoint(found):
             self.launcher.feed(text, source.name, lineno)
+        if found and not self._ib_needles.isdisjoint(found):
+            self.ib.feed(text, source.name, lineno)
         if found and not self._trend_needles.isdisjoint(found) and (
                 self.steptimes.first is None or self.steptimes.first[0] == source.name):
             self.steptimes.feed(text, source.name, lineno)

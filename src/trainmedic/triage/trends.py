@@ -1,4 +1,5 @@
-"""Step times from progress lines, and the loss standing still: two whole-log analyses.
+"""Step times from progress lines, the loss standing still, InfiniBand configured but absent:
+whole-log analyses.
 
 Slow training often shows only as a trend: the time per step (or epoch) climbs steadily on a
 fixed workload. The readers take the common forms: Megatron's timer lines (`forward-compute` +
@@ -20,7 +21,8 @@ from typing import Any
 
 # Megatron's timer summary line ("time (ms) | forward-compute: ..."), not the per-rank timer
 # lines that repeat on every step of a long log
-NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:", "data_time: ")
+NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:", "data_time: ",
+           "load_data_time", "data_wait_time", " data_s:")
 MAX_POINTS = 512
 MIN_POINTS = 4
 CREEP_RATIO = 1.15  # the last third's median step time over the first third's
@@ -40,6 +42,18 @@ _MEG_BATCH = re.compile(r"batch-generator: ([\d.]+)")
 _MEG_FB = re.compile(r"forward-backward: ([\d.]+)")
 DATA_MIN_POINTS = 3
 DATA_SHARE = 0.4  # the median share of an iteration spent waiting for data that is a finding
+# A few long stalls also starve the GPUs while the median stays low: a step that waits at least
+# STALL_RATIO times its own compute time (and STALL_MIN seconds) for its batch, with the waits
+# taking at least STALL_SHARE of all the time read. The first reading is left out: the workers
+# are still starting.
+STALL_RATIO, STALL_MIN, STALL_SHARE = 10.0, 2.0, 0.5
+# other trainers print the wait and the step as separate fields: the wait first, then the
+# compute alone (`load_data_time: 19.6, train_step_time: 0.686`, `updt_s:0.302 data_s:13.330`)
+# or the whole iteration (`iter_time: 0.645(0.645)  data_wait_time: 0.000(0.000)`)
+_FIELD = re.compile(r"\b([a-z_]+)\s*[:=]\s*(\d+(?:\.\d+)?)")
+_WAIT_KEYS = ("data_wait_time", "load_data_time", "data_s")
+_COMPUTE_KEYS = ("train_step_time", "updt_s", "update_s")  # the step without the wait
+_TOTAL_KEYS = ("iter_time",)  # the step with the wait
 
 
 @dataclass
@@ -52,11 +66,15 @@ class StepTimes:
     last: tuple[str, int, str] | None = None
     data: list[float] = field(default_factory=list)  # data_time / time per reading (bounded)
     data_lines: list[tuple[str, int, str]] = field(default_factory=list)  # first and last
+    waits: list[tuple[float, float]] = field(default_factory=list)  # (wait, whole step) seconds
 
     def feed(self, text: str, file: str, lineno: int) -> bool:
-        if "data_time: " in text:
+        if "data_time: " in text and "load_data_time" not in text:
             m = _DATA_TIME.search(text)
             return self._data(m.group(2), m.group(1), file, lineno, text) if m else False
+        if "data_wait_time" in text or "load_data_time" in text or " data_s:" in text:
+            pair = _wait_fields(text)
+            return self._data(*pair, file, lineno, text) if pair else False
         if "batch-generator: " in text and "time (ms) |" in text:
             b, fb = _MEG_BATCH.search(text), _MEG_FB.search(text)
             if b and fb:
@@ -87,6 +105,7 @@ class StepTimes:
         if s <= 0 or len(self.data) >= MAX_POINTS:
             return True
         self.data.append(min(1.0, w / s))
+        self.waits.append((w, max(w, s)))
         where = (file, lineno, text.strip()[:500])
         self.data_lines[1:] = [where] if self.data_lines else []
         if not self.data_lines:
@@ -94,13 +113,20 @@ class StepTimes:
         return True
 
     def data_wait(self) -> dict[str, Any] | None:
-        """Iterations that mostly wait for the next batch (the median share), or None."""
+        """Iterations that mostly wait for the next batch (the median share), or a run whose
+        few long stalls for data take most of the time; None otherwise."""
         if len(self.data) < DATA_MIN_POINTS:
             return None
         share = median(self.data)
-        if share < DATA_SHARE:
-            return None
-        return {"share": share, "points": len(self.data)}
+        if share >= DATA_SHARE:
+            return {"share": share, "points": len(self.data)}
+        rest = self.waits[1:]
+        stalls = [w for w, s in rest if w >= STALL_MIN and w >= STALL_RATIO * (s - w)]
+        total = sum(s for _w, s in rest)
+        if stalls and total > 0 and sum(w for w, _s in rest) / total >= STALL_SHARE:
+            return {"share": sum(w for w, _s in rest) / total, "points": len(self.data),
+                    "stalls": len(stalls), "longest": max(stalls)}
+        return None
 
     def creep(self) -> dict[str, Any] | None:
         """A steady rise of the step time, or None."""
@@ -113,6 +139,23 @@ class StepTimes:
             return None
         return {"early": early, "late": late, "ratio": late / early, "points": self.seen,
                 "form": self.source}
+
+
+def _wait_fields(text: str) -> tuple[str, str] | None:
+    """(wait, whole step) as printed, from a line with the wait and the step as separate
+    fields, or None."""
+    fields = dict(_FIELD.findall(text))
+    wait = next((fields[k] for k in _WAIT_KEYS if k in fields), None)
+    if wait is None:
+        return None
+    total = next((fields[k] for k in _TOTAL_KEYS if k in fields), None)
+    if total is not None:
+        return wait, total
+    compute = next((fields[k] for k in _COMPUTE_KEYS if k in fields), None)
+    try:
+        return (wait, str(float(wait) + float(compute))) if compute is not None else None
+    except ValueError:
+        return None
 
 
 def _reading(text: str) -> tuple[float | None, str | None]:
@@ -139,6 +182,37 @@ def _tau(v: list[float]) -> float:
     return concordant / pairs if pairs else 0.0
 
 
+# NCCL's INFO lines: the job asks for InfiniBand (an HCA list, IB explicitly enabled) but NCCL
+# finds no IB device, and no rank of the log uses IB: it runs over TCP sockets instead.
+IB_NEEDLES = ("NET/IB : No device found", "NCCL_IB_HCA set", "NCCL_IB_DISABLE set by environment",
+              "Using network IB", "NET/IB : Using")
+
+
+@dataclass
+class IbExpected:
+    no_device: tuple[str, int, str] | None = None  # (file, line, text) of the first one
+    expected: tuple[str, int, str] | None = None
+    ib_used: bool = False
+
+    def feed(self, text: str, file: str, lineno: int) -> None:
+        where = (file, lineno, text.strip()[:500])
+        if "NET/IB : No device found" in text and self.no_device is None:
+            self.no_device = where
+        if self.expected is None and ("NCCL_IB_HCA set" in text or re.search(
+                r"NCCL_IB_DISABLE set by environment to 0\b", text)):
+            self.expected = where
+        if "Using network IB" in text or "NET/IB : Using" in text:
+            self.ib_used = True
+
+    def missing(self) -> list[tuple[str, int, str]] | None:
+        """The lines that show IB asked for and not found (none of the log's ranks using it),
+        or None."""
+        if self.no_device is None or self.expected is None or self.ib_used:
+            return None
+        return [self.expected] if self.expected == self.no_device else [self.expected,
+                                                                          self.no_device]
+
+
 PLATEAU_SPREAD = 0.002  # max - min within 0.2% of the value
 PLATEAU_MIN = 3
 
@@ -146,7 +220,9 @@ PLATEAU_MIN = 3
 def plateau(points: list[tuple[int, float]]) -> dict[str, Any] | None:
     """The loss at one value to its printed precision for the last points of the run (at least
     `PLATEAU_MIN` points over most of the series, or two points hundreds of steps apart that
-    are exactly equal). `identical` when it never moved from the first point on."""
+    are exactly equal). `identical` when it never moved from the first point on, or from the
+    second with at least `PLATEAU_MIN` equal points (the first epoch's average still holds the
+    steps before the weights stopped changing)."""
     vals = [v for _s, v in points if v == v and abs(v) != float("inf")]
     if len(vals) < 2 or len(vals) != len(points):
         return None
@@ -165,4 +241,7 @@ def plateau(points: list[tuple[int, float]]) -> dict[str, Any] | None:
     if not long_enough or median(tail) == 0:
         return None
     return {"value": median(tail), "from_step": points[start][0], "to_step": points[-1][0],
-            "points": len(tail), "identical": exact and start == 0}
+            "points": len(tail),
+            "same_from": points[0][0] if vals[0] == vals[-1] else points[1][0],
+            "identical": start <= 1 and len(set(vals[1:])) == 1 and (
+                (exact and start == 0) or len(vals) - 1 >= PLATEAU_MIN)}

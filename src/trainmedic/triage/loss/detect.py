@@ -51,9 +51,11 @@ TREND_Z = 3.0
 STEP_TIME_MIN_RATIO = 1.3
 # With fewer than MIN_HISTORY points (a short excerpt pasted into a thread) there is no robust
 # level yet; only a jump far beyond anything a healthy run prints counts: the grad norm 50x the
-# largest before it, the loss 3x the largest of at least 3 points before it (the first steps
+# largest before it, or 20x the largest of at least 3 points before it (a pasted Trainer excerpt:
+# 237 after 2.5-5.7), the loss 3x the largest of at least 3 points before it (the first steps
 # of a run swing widely) and at least 1.0 higher.
 SHORT_GRAD_RATIO, SHORT_GRAD_MIN = 50.0, 10.0
+SHORT_GRAD_RATIO_AFTER, SHORT_GRAD_AFTER = 20.0, 3
 SHORT_LOSS_RATIO, SHORT_LOSS_RISE, SHORT_LOSS_AFTER = 3.0, 1.0, 3
 BURST_OVERFLOWS = 3  # halvings of the scale within BURST_STEPS steps after start-up
 BURST_STEPS = 50
@@ -330,7 +332,8 @@ class SeriesAnalyzer:
 
     def _grad_point(self, step: int, g: float, where: WhereArg) -> None:
         det = self._grad
-        short = _short_jump(det.win, g, SHORT_GRAD_RATIO, SHORT_GRAD_MIN)
+        short = _short_jump(det.win, g, SHORT_GRAD_RATIO, SHORT_GRAD_MIN) or _short_jump(
+            det.win, g, SHORT_GRAD_RATIO_AFTER, SHORT_GRAD_MIN, SHORT_GRAD_AFTER)
         if short or (len(det.win) >= MIN_HISTORY and det.outlier(g)):
             if len(self.a.grad_explosions) < MAX_EVENTS:
                 self.a.grad_explosions.append(GradExplosion(

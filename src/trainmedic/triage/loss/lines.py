@@ -12,7 +12,12 @@ Formats (detected from content, each line on its own):
 - OpenMMLab's mmengine runner (`Epoch(train)  [E][ i/n]  ...  grad_norm: G  loss: X` or
   `Iter(train) [ i/n]`), the epoch's batches added up into a global step;
 - torchtitan (`step: N  loss: X  grad_norm: G`), DLLogger (`DLLL {...}` JSON lines), and plain
-  `step 100 loss 2.3` / `Iter 25: Train loss 1.59` lines.
+  `step 100 loss 2.3` / `Iter 25: Train loss 1.59` lines;
+- torchvision's reference scripts (`Epoch: [E]  [ i/n]  eta: ...  lr: X  loss: Y (avg)`) and
+  one line per epoch (`Epoch: 3, Loss: 2.30`, `Epoch 85/300: 100%|...| ..., Loss 6.27, ...`);
+- Keras `fit` (`Epoch 2/100` then `89595/89595 [=====] - 8s - loss: 5.7257 - acc: 0.6448`).
+The learning rate, where a line prints it, is followed too: printed as 0 line after line, the
+run cannot learn.
 Also the lines around them that recovery needs: checkpoint saves, save and log intervals.
 """
 
@@ -53,6 +58,14 @@ _GENERIC_SAVED = re.compile(r"(?i)\bsav(?:ed|ing)\b[^\n]*?\b(?:checkpoint|model)
 _INTERVAL = re.compile(r"\b(save[_-]interval|save_steps|log[_-]interval|logging_steps)"
                        r"\b\W{1,40}?(\d+)\b")
 _DLLL = re.compile(r"DLLL (\{.*\})\s*$")
+# torchvision's MetricLogger in the reference training scripts
+_TV_EPOCH = re.compile(r"^\s*Epoch: \[(\d+)\]\s+\[\s*(\d+)/(\d+)\]")
+_TV_LR = re.compile(r"(?<![\w.])lr: (" + NUM + r")")
+_KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/\d+\s*$")
+_KERAS_BAR = re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - .*? - loss: (" + NUM + r")(?![\w.])")
+# one summary line per epoch: the epoch number, then the first (training) loss on the line
+_EPOCH_LOSS = re.compile(r"^\s*Epoch:?\s*(\d+)(?:/\d+)?\s*[:,]\s.*?\b(?:train[_ ])?[Ll]oss\b"
+                         r"[:=]?\s*(" + NUM + r")(?![\w.])")
 
 LOSS_KEYS = ("lm loss", "lm_loss", "reduced_train_loss", "train_loss_step", "train_loss",
              "loss")
@@ -112,6 +125,8 @@ class LineReader:
         self._dl_max = 0
         self._dl_last = 0
         self._megatron_had_loss = False
+        self._keras_epoch: int | None = None
+        self._keras_index = 0
 
     def begin(self, name: str) -> None:
         self.flush()
@@ -147,6 +162,10 @@ class LineReader:
             m = _LIGHTNING.search(text)
             if m:
                 return self._lightning(m, where)
+        if "Epoch" in text and "oss" in text and self._epoch_line(text, where):
+            return True
+        if (" - loss: " in text or text.startswith("Epoch ")) and self._keras(text, where):
+            return True
         if "|" in text and "/" in text and "[" in text:
             m = _TQDM.search(text)
             if m:
@@ -216,6 +235,52 @@ class LineReader:
             return True
         return False
 
+    def _epoch_line(self, text: str, where: Where) -> bool:
+        """torchvision's MetricLogger lines, or one summary line per epoch."""
+        m = _TV_EPOCH.search(text)
+        if m:
+            loss = _MM_LOSS.search(text)
+            if loss is None:
+                return False
+            self._fmt("torchvision", where[1])
+            i, n = int(m.group(2)), int(m.group(3))
+            lr = _TV_LR.search(text)
+            if lr:
+                self.learning_rate(parse_float(lr.group(1)))
+            self.s.point(int(m.group(1)) * n + i, float(loss.group(1)), where=where)
+            return True
+        m = _EPOCH_LOSS.search(text)
+        if m is None or parse_float(m.group(2)) is None:
+            return False
+        self._fmt("epoch", where[1])
+        self.s.point(int(m.group(1)), float(m.group(2)), where=where)
+        return True
+
+    def _keras(self, text: str, where: Where) -> bool:
+        """Keras prints `Epoch i/n` on its own line, then the epoch's progress bar."""
+        m = _KERAS_EPOCH.match(text)
+        if m:
+            self._keras_epoch = int(m.group(1))
+            return True
+        m = _KERAS_BAR.match(text)
+        if m is None:
+            return False
+        self._fmt("keras", where[1])
+        self._keras_index += 1
+        step = self._keras_epoch if self._keras_epoch is not None else self._keras_index
+        self.s.point(step, float(m.group(1)), where=where)
+        return True
+
+    def learning_rate(self, lr: float | None, grad: float | None = None) -> None:
+        """Count the latest readings in a row that print the learning rate (and the grad norm)
+        as exactly 0."""
+        if lr is None:
+            return
+        a = self.a
+        a.lr_zero_tail = a.lr_zero_tail + 1 if lr == 0.0 else 0
+        if grad is not None:
+            a.grad_zero_tail = a.grad_zero_tail + 1 if grad == 0.0 else 0
+
     def _hint(self, text: str) -> None:
         if "eepSpeed" in text or "deepspeed" in text:
             self.hints.add("deepspeed")
@@ -276,6 +341,7 @@ class LineReader:
             time_ms = t * 1000 if t is not None else None
         scale = parse_float(fields.get("loss scale", ""))
         grad = parse_float(fields.get("grad norm", fields.get("grad_norm", "")))
+        self.learning_rate(parse_float(fields.get("learning rate", "")), grad)
         skipped = _int(fields.get("number of skipped iterations"))
         nans = _int(fields.get("number of nan iterations"))
         vanished = False
@@ -295,6 +361,8 @@ class LineReader:
         extra = dict(_HF_FIELD.findall(text))
         self._hf_index += 1
         grad = parse_float(extra["grad_norm"]) if "grad_norm" in extra else None
+        if "learning_rate" in extra:
+            self.learning_rate(parse_float(extra["learning_rate"]), grad)
         record = (float(loss), grad, where)
         if "step" in extra:
             self._hf_emit(int(float(extra["step"])), record)

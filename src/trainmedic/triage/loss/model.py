@@ -254,6 +254,10 @@ class LossAnalysis:
     # the way back for each spike, in the order of `spikes` (filled with `recoveries`)
     spike_recoveries: list[Recovery] = field(default_factory=list)
     last_zero_loss_with_nan_grad: bool = False
+    # the latest progress lines in a row that print the learning rate (grad norm) as exactly 0:
+    # a run that cannot learn; internal to the lr-zero analysis, not part of the report
+    lr_zero_tail: int = 0
+    grad_zero_tail: int = 0
     notes: list[str] = field(default_factory=list)
 
     # -- views the report and screens use -------------------------------------------------
