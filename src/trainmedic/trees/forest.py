@@ -102,9 +102,10 @@ class Forest:
         """Every log signature triage uses, in file order.
 
         A user tree that replaces a built-in keeps the built-in's signatures (triage must not go
-        blind on OOMs because someone reworded a fix); a signature the user declares with the
-        same id, anywhere, overrides the built-in one. Lint checks that the nodes they lead to
-        still exist.
+        blind on OOMs because someone reworded a fix), unless the user's tree declares one with
+        the same id. Elsewhere an id declared twice is not an override: both are kept, and lint
+        reports the second as "declared twice". Lint checks that the nodes they lead to still
+        exist.
         """
         own = [sig for tree in self.trees.values() for sig in tree.signatures()]
         declared = {sig.id for sig in own}
