@@ -9,8 +9,8 @@ Two generated logs in /tmp, each timed on the same file against its reference:
   tests/fixtures/loss/megatron_lm_moe_timestamped.log), checkpoint lines, the same ending.
 - errors (default 400 MB): the noisy log's chatter with a retry loop in it, each step ~8 of
   its ~70 lines a warning with an error word that no signature knows (`Error while calling
-  W&B API: rate limit exceeded`, `Exception in exporter thread 3, retrying`), the same ending: every such line reaches
-  Python, and only the last one of the file is ever reported.
+  W&B API: rate limit exceeded`, `Exception in exporter thread 3, retrying`), the same
+  ending: every such line reaches Python, and only the last one of the file is reported.
 Reference: `grep -E -c` with the needles triage searches that file for (`needles_for`): on
 the noisy log every needle, progress lines included; on the dense log the signature and
 side-line needles, because its iteration lines are read by the loss package's block reader,
