@@ -7,13 +7,18 @@ Two generated logs in /tmp, each timed on the same file against its reference:
 - dense (default 400 MB): a long run's log, where nearly every line is an iteration line
   (Megatron-LM core's `training_log` template with its timestamp, as in
   tests/fixtures/loss/megatron_lm_moe_timestamped.log), checkpoint lines, the same ending.
+- errors (default 400 MB): the noisy log's chatter with a retry loop in it, each step ~8 of
+  its ~70 lines a warning with an error word that no signature knows (`Error while calling
+  W&B API: rate limit exceeded`, `Exception in exporter thread 3, retrying`), the same
+  ending: every such line reaches Python, and only the last one of the file is reported.
 Reference: `grep -E -c` with the needles triage searches that file for (`needles_for`): on
 the noisy log every needle, progress lines included; on the dense log the signature and
 side-line needles, because its iteration lines are read by the loss package's block reader,
 not prefiltered. The time of `grep -E -c` with every needle is printed beside it.
 Triage runs as a user runs it (`trainmedic triage FILE --json`, a fresh process), with its
-peak RSS. Budget (DESIGN.md): triage throughput >= 0.5 x grep's, on both logs.
+peak RSS. Budget (DESIGN.md): triage throughput >= 0.5 x grep's, on each log.
 Run: .venv/bin/python benchmarks/triage_throughput.py [--size 2G] [--dense-size 400M]
+     [--errors-size 400M] [--only noisy|dense|errors]
 """
 
 from __future__ import annotations
@@ -77,6 +82,29 @@ def _noisy_step(step: int) -> list[bytes]:
 def generate(path: str, size: int) -> None:
     """The noisy log: chatter from every rank around each iteration line."""
     _write(path, size, 64, _noisy_step)
+
+
+RETRY = [
+    b"[default%(r)d]:[2024-05-01 12:%(m)02d:%(s)02d,%(ms)03d] [WARNING] [wandb] Error while "
+    b"calling W&B API: rate limit exceeded (HTTP 429) for run %(c)d, retrying (%(a)d/5)",
+    b"[default%(r)d]:[2024-05-01 12:%(m)02d:%(s)02d,%(ms)03d] [WARNING] [metrics] Exception in "
+    b"exporter thread %(k)d, retrying in 2s",
+]
+
+
+def _errors_step(step: int) -> list[bytes]:
+    block = _noisy_step(step)
+    for k in range(8):  # a retry loop: the same two warnings, over and over
+        r = (step + k) % 8
+        block.insert(k * 7, RETRY[k % 2] % {
+            b"r": r, b"m": step // 60 % 60, b"s": step % 60, b"ms": k * 111 % 1000,
+            b"c": step % 4096, b"a": k // 2 % 5 + 1, b"k": k})
+    return block
+
+
+def generate_errors(path: str, size: int) -> None:
+    """The noisy log with a retry loop's warnings in every step."""
+    _write(path, size, 64, _errors_step)
 
 
 def _ending(out, step: int) -> None:
@@ -188,9 +216,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="2G", help="noisy log size, e.g. 500M, 2G (default 2G)")
     ap.add_argument("--dense-size", default="400M", help="dense log size (default 400M)")
-    ap.add_argument("--only", choices=("noisy", "dense"), help="time one of the two logs")
+    ap.add_argument("--errors-size", default="400M", help="errors log size (default 400M)")
+    ap.add_argument("--only", choices=("noisy", "dense", "errors"), help="time one of the logs")
     ap.add_argument("--path", default="/tmp/trainmedic_triage_bench.log")
     ap.add_argument("--dense-path", default="/tmp/trainmedic_triage_bench_dense.log")
+    ap.add_argument("--errors-path", default="/tmp/trainmedic_triage_bench_errors.log")
     ap.add_argument("--keep", action="store_true", help="keep the generated logs")
     args = ap.parse_args()
     ratios = []
@@ -198,6 +228,9 @@ def main() -> int:
         ratios.append(run("noisy", args.path, _size(args.size), generate, args.keep))
     if args.only in (None, "dense"):
         ratios.append(run("dense", args.dense_path, _size(args.dense_size), generate_dense,
+                          args.keep))
+    if args.only in (None, "errors"):
+        ratios.append(run("errors", args.errors_path, _size(args.errors_size), generate_errors,
                           args.keep))
     return 0
 

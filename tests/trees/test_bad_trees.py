@@ -69,6 +69,12 @@ EXPECTED: dict[str, list[str]] = {
     "rule_syntax.yaml": ["11: error: cannot read rule 'the GPU memory is nearly full': write "
                          "'probe.fact OP value' with OP one of == != <= >= < > contains"],
     "too_many_answers.yaml": ["8: warning: question 'q' has 10 answers; only 1-9 get a number key"],
+    "bad_weight_nan.yaml": ["16: error: 'weight' of signature 'bad-weight-nan-sig' must be a "
+                            "number, not 'nan'"],
+    "bad_weight_bool.yaml": ["16: error: 'weight' of signature 'bad-weight-bool-sig' must be a "
+                             "number, not 'yes'"],
+    "bad_confidence_range.yaml": ["16: error: 'confidence' of signature "
+                                  "'bad-confidence-range-sig' must be between 0 and 1, not 1.5"],
     "duplicate_tree_id": [
         "second.yaml:1: error: duplicate tree id 'same-id' (also at {dir}/first.yaml:1)"],
     "cross_tree_missing_node": [

@@ -190,3 +190,20 @@ def test_examples_are_recognised_by_the_rule_lint_uses():
             assert recognises(sig, example), (sig.id, example)
         for counter in sig.counterexamples:
             assert not recognises(sig, counter), (sig.id, counter)
+
+
+def test_compiled_signatures_follow_an_edited_tree(tmp_path) -> None:
+    """The TUI lives long: a user tree edited after triage ran is compiled again."""
+    import os
+
+    from trainmedic.triage.signatures import forest_signatures
+
+    example = Path(__file__).parent.parent.parent / "docs" / "examples" / "example-hang.yaml"
+    tree = tmp_path / "mine.yaml"
+    tree.write_bytes(example.read_bytes())
+    first = forest_signatures((str(tmp_path),))
+    assert forest_signatures((str(tmp_path),)) is first
+    tree.write_bytes(example.read_bytes() + b"\n")
+    st = tree.stat()
+    os.utime(tree, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
+    assert forest_signatures((str(tmp_path),)) is not first

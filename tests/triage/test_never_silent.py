@@ -135,3 +135,32 @@ def test_nothing_readable_is_exit_two(tmp_path, capsys):
         (folder / "a.log").write_text("")
         (folder / "b.log").write_bytes(b"\x00" * 100)
         triage_paths([str(folder)])
+
+
+def test_a_frame_is_not_carried_to_a_later_unrelated_exception() -> None:
+    """The frame of a traceback a signature matched belongs to that traceback: a later
+    exception printed without frames is not said to be raised there."""
+    from trainmedic.triage.unmatched import ErrorTracker
+
+    tracker = ErrorTracker()
+    tracker.new_source("train.log")
+    tracker.add("Traceback (most recent call last):", 1)
+    tracker.add('  File "/opt/app/train.py", line 88, in step', 2, frame_only=True)
+    tracker.add_covered("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB",
+                        3, None, None)
+    tracker.add("ValueError: checkpoint directory /ckpt is not empty", 9)
+    tracker.finish()
+    assert [(e.line, e.kind, e.frame) for e in tracker.uncovered] == [(9, "exception", None)]
+
+
+def test_the_frame_above_an_exception_is_kept() -> None:
+    from trainmedic.triage.unmatched import ErrorTracker
+
+    tracker = ErrorTracker()
+    tracker.new_source("train.log")
+    tracker.add("Traceback (most recent call last):", 1)
+    tracker.add('  File "/opt/app/train.py", line 88, in step', 2, frame_only=True)
+    tracker.add("ValueError: checkpoint directory /ckpt is not empty", 3)
+    tracker.add("Traceback (most recent call last):", 4)  # a later header is its echo
+    tracker.finish()
+    assert [(e.line, e.frame) for e in tracker.uncovered] == [(3, "/opt/app/train.py:88 in step")]

@@ -110,7 +110,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
             "properties": {"file": _STR, "reason": _STR}}},
         "root_cause": {"type": ["object", "null"], "description": "the launcher's first "
                        "observed failure: rank, host, exitcode"},
-        "errors": {"type": "integer", "description": "error lines seen, known or not"},
+        "errors": {"type": "integer", "description": "lines holding an error word "
+                   "(Error, Exception, Killed, an exit code, ...; frame lines aside), known or "
+                   "not: a cheap count, not each line's verdict"},
         "next": {"type": ["string", "null"], "description": "the walk command to continue"},
     }),
     "memory": _schema("memory", "trainmedic memory --json", list(_MEMORY_REQUIRED),

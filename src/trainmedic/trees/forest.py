@@ -102,9 +102,10 @@ class Forest:
         """Every log signature triage uses, in file order.
 
         A user tree that replaces a built-in keeps the built-in's signatures (triage must not go
-        blind on OOMs because someone reworded a fix); a signature the user declares with the
-        same id, anywhere, overrides the built-in one. Lint checks that the nodes they lead to
-        still exist.
+        blind on OOMs because someone reworded a fix), except those whose id a loaded tree
+        declares again. That is the only override: a user signature with the id of one in a
+        built-in tree it does not replace is kept beside it, and lint reports the id as
+        "declared twice". Lint checks that the nodes they lead to still exist.
         """
         own = [sig for tree in self.trees.values() for sig in tree.signatures()]
         declared = {sig.id for sig in own}

@@ -7,6 +7,7 @@ the object is still built from what is right, so one typo does not hide the rest
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -327,13 +328,19 @@ class _Builder:
                fraction: bool = False) -> float:
         if key not in data:
             return default
+        raw = data[key]
         try:
-            value = float(data[key])
+            # YAML reads `yes`/`true` as a boolean, which float() would take as 1.0
+            value = float("nan") if isinstance(raw, bool) else float(raw)
         except (TypeError, ValueError):
-            self.error(self.line_of(data, key), f"'{key}' of {what} must be a number")
+            value = float("nan")
+        if not math.isfinite(value):
+            self.error(self.line_of(data, key), f"'{key}' of {what} must be a number, not "
+                                                f"{_shown(raw)}")
             return default
-        if value != value or (fraction and not 0.0 <= value <= 1.0):  # NaN, or out of range
-            self.error(self.line_of(data, key), f"'{key}' of {what} must be between 0 and 1")
+        if fraction and not 0.0 <= value <= 1.0:
+            self.error(self.line_of(data, key), f"'{key}' of {what} must be between 0 and 1, "
+                                                f"not {value:g}")
             return default
         return value
 
@@ -530,3 +537,9 @@ def load_tree_file(path: Path, shown: str | None = None) -> tuple[Tree | None, l
     builder.problems.extend(problems)  # control characters: the tree is built from inert text
     tree = builder.tree(data)
     return tree, builder.problems
+
+
+def _shown(value: object) -> str:
+    """A bad value in one short line of an error message."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -149,7 +149,7 @@ class TriageReport:
     notes: list[str] = field(default_factory=list)  # sources read only in part, and why
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why it was not read)
     root_cause: dict[str, Any] | None = None  # the launcher's "first observed failure"
-    errors: int = 0  # error lines seen (a Python exception, a kill, a CUDA error, ...)
+    errors: int = 0  # lines holding an error word (Error, Killed, exit code, ...), frames aside
 
     @property
     def top(self) -> Finding | None:

@@ -58,6 +58,8 @@ _MEGATRON_LINE = re.compile(rb"\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?(?:loss|sk
 # passes it on when a signature needle is on it too)
 _ITERATION_TEXT = re.compile(r"^.{0,40}iteration\s+\d+\s*/\s*\d+\s*\|")
 
+_FRAME_NEEDLE = '", line '  # a traceback's frame line: no error by itself
+
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
 # Longer lines (a base64 payload, a JSON record with a dump inside) keep their head, the part
@@ -154,6 +156,9 @@ class Scanner:
         self._prefixes = {n: [n[:k] for k in range(1, len(n) + 1) if n[:k] in watch]
                           for n in watch}  # each needle's own prefixes: O(length), not O(n²)
         self._error_needles = frozenset(unmatched.NEEDLES)
+        # error words nothing else looks for: a line with only these takes the short path
+        self._error_only = self._error_needles - set(self._index) - self._near \
+            - set(launcher.NEEDLES) - set(trends.NEEDLES)
         self._launcher_needles = frozenset(launcher.NEEDLES)
         self._trend_needles = frozenset(trends.NEEDLES)
         self._ib_needles = frozenset(trends.IB_NEEDLES)
@@ -274,7 +279,7 @@ class Scanner:
         if source.rank is not None:
             self.known_ranks.add(source.rank)
         self._started_in_source = self._progress_in_source = False
-        self.errors.new_source()
+        self.errors.new_source(source.name, lambda text: self._who(text, source))
         self.launcher.new_source()
         # the last few candidate lines of this source: times, and `near` routes
         return len(self.files) - 1, deque(maxlen=RECENT)
@@ -315,6 +320,16 @@ class Scanner:
         recent.append((lineno, text))  # times are parsed lazily: only a finding needs one
         if self._pending:
             self._watch_pending(text, lineno)
+        if found and found.keys() <= self._error_only and "WorkNCCL(" not in text \
+                and "last enqueued" not in text:
+            # only an error word (a retry loop's warning, a frame line): kept raw, read only
+            # if it turns out to be the last error of its source; its rank is still seen
+            self.errors.add(text, lineno, frame_only=len(found) == 1 and _FRAME_NEEDLE in found)
+            self._seen_rank(text)
+            if loss and not (self._block_read and _ITERATION_TEXT.search(text)) \
+                    and self.loss.feed(text, lineno):
+                self._progress_in_source = True
+            return
         sigs: list[Signature] = []
         for needle in found:
             for sig in self._index.get(needle, ()):
@@ -338,9 +353,13 @@ class Scanner:
                 rank, host, resolved = *self._who(text, source), True
             self.ranks.feed(text, rank, (source.name, lineno))
         if found and not self._error_needles.isdisjoint(found):
-            if not resolved:
-                rank, host, resolved = *self._who(text, source), True
-            self.errors.feed(text, source.name, lineno, covered=covered, rank=rank, host=host)
+            if covered:
+                self.errors.add_covered(text, lineno, rank, host)
+            else:
+                self.errors.add(text, lineno, frame_only=all(
+                    n == _FRAME_NEEDLE for n in found if n in self._error_needles))
+                if not resolved:
+                    self._seen_rank(text)
         if found and not self._launcher_needles.isdisjoint(found):
             self.launcher.feed(text, source.name, lineno)
         if found and not self._ib_needles.isdisjoint(found):
@@ -353,6 +372,13 @@ class Scanner:
             self._progress_in_source = True
         elif not found and any(m in text for m in TRAINING_STARTED):
             self._started_in_source = True
+
+    def _seen_rank(self, text: str) -> None:
+        """The rank that printed a line no finding needs yet: it still counts as seen (a rank
+        that only printed an error is not silent). Its host is only read if a finding needs it."""
+        rank = lineinfo.line_rank(text)
+        if rank is not None and len(self.known_ranks) < MAX_RANKS:
+            self.known_ranks.add(rank)
 
     def _who(self, text: str, source: Source) -> tuple[int | None, str | None]:
         rank = lineinfo.line_rank(text)

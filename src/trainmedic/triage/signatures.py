@@ -12,6 +12,7 @@ knows) comes after both, and *context* (a launcher's summary) last.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -91,7 +92,21 @@ class SignatureSet:
     derived: dict[str, Signature] = field(default_factory=dict)  # analysis name -> signature
     index: dict[str, list[Signature]] = field(default_factory=dict)  # needle -> signatures
     near_needles: tuple[str, ...] = ()  # words routes look for above a match
-    vocabulary: dict[str, Counter[str]] = field(default_factory=dict)  # tree -> words
+    # (tree, its signatures' needles and titles, its own tags and title): `vocabulary`'s input
+    wording: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @functools.cached_property
+    def vocabulary(self) -> dict[str, Counter[str]]:
+        """Tree -> the words of its signatures and tags. Only a guess needs it, so it is counted
+        then, not at start-up."""
+        vocabulary: dict[str, Counter[str]] = {}
+        for tree, texts in self.wording:
+            vocabulary.setdefault(tree, Counter()).update(
+                w.lower() for text in texts for w in _WORD.findall(text))
+        for vocab in vocabulary.values():
+            for stop in _STOP & set(vocab):
+                del vocab[stop]
+        return vocabulary
 
     @property
     def by_id(self) -> dict[str, Signature]:
@@ -128,7 +143,7 @@ def compile_forest(forest: Forest) -> SignatureSet:
     derived: dict[str, Signature] = {}
     index: dict[str, list[Signature]] = {}
     near: dict[str, None] = {}
-    vocabulary: dict[str, Counter[str]] = {}
+    wording: list[tuple[str, tuple[str, ...]]] = []
     for spec in forest.signatures():
         tree = forest.trees.get(spec.tree)
         if tree is None:
@@ -141,16 +156,9 @@ def compile_forest(forest: Forest) -> SignatureSet:
             index.setdefault(needle, []).append(sig)
         for route in sig.routes:
             near.update(dict.fromkeys(route.near))
-        vocab = vocabulary.setdefault(spec.tree, Counter())
-        vocab.update(w.lower() for text in (*spec.needles, spec.title)
-                     for w in _WORD.findall(text))
-    for tree in forest.trees.values():
-        vocab = vocabulary.setdefault(tree.id, Counter())
-        vocab.update(w.lower() for text in (*tree.tags, tree.title) for w in _WORD.findall(text))
-    for vocab in vocabulary.values():
-        for stop in _STOP & set(vocab):
-            del vocab[stop]
-    return SignatureSet(tuple(sigs), derived, index, tuple(near), vocabulary)
+        wording.append((spec.tree, (*spec.needles, str(spec.title))))
+    wording += ((tree.id, (*tree.tags, str(tree.title))) for tree in forest.trees.values())
+    return SignatureSet(tuple(sigs), derived, index, tuple(near), tuple(wording))
 
 
 def _compile(spec: LogSignature, forest: Forest, nodes: Iterable[str]) -> Signature:
@@ -172,12 +180,37 @@ def _compile(spec: LogSignature, forest: Forest, nodes: Iterable[str]) -> Signat
     )
 
 
-@lru_cache(maxsize=8)
 def forest_signatures(trees: tuple[str, ...] = ()) -> SignatureSet:
-    """The built-in trees' signatures plus those of user tree folders (loaded once)."""
+    """The built-in trees' signatures plus those of user tree folders: compiled once, and again
+    when a tree file changes (the TUI lives long enough for a user to edit a tree)."""
+    return _forest_signatures(trees, _stamp(trees))
+
+
+@lru_cache(maxsize=8)
+def _forest_signatures(trees: tuple[str, ...], _stamp: tuple) -> SignatureSet:
     from trainmedic.trees.forest import load_forest
 
     return compile_forest(load_forest(trees))
+
+
+def _stamp(trees: tuple[str, ...]) -> tuple:
+    """(path, size, mtime_ns) of every tree file, built-in and under `trees`."""
+    from pathlib import Path
+
+    from trainmedic.errors import UsageError
+    from trainmedic.trees.paths import builtin_tree_dir, tree_files
+
+    out = []
+    try:
+        for path in tree_files([builtin_tree_dir(), *map(Path, trees)]):
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            out.append((str(path), st.st_size, st.st_mtime_ns))
+    except UsageError:
+        pass  # a missing folder: load_forest says so
+    return tuple(out)
 
 
 def lint_hooks():  # -> trainmedic.trees.siglint.Hooks

@@ -1,15 +1,19 @@
 """Errors no signature knows: triage must never call such a log clean.
 
-Every candidate line is also classified here: a Python exception line, a traceback header, a
-kill or crash of a process, a non-zero exit, an NCCL WARN, a CUDA error. Lines a signature
-matched are *covered*; the last uncovered error of each source, with the `File "...", line N`
-frame above it and the rank or host that printed it, becomes a low-confidence finding marked as
-a guess when nothing else explains the log.
+A candidate line with an error word is kept here; once its source ends, its last lines are
+classified backwards: a Python exception line, a traceback header, a kill or crash of a process,
+a non-zero exit, an NCCL WARN, a CUDA error. Lines a signature matched are *covered*; the last
+uncovered error of each source, with the `File "...", line N` frame above it and the rank or
+host that printed it, becomes a low-confidence finding marked as a guess when nothing else
+explains the log. Only that line is classified and attributed: a retry loop printing the same
+error a million times costs a ring append per line.
 """
 
 from __future__ import annotations
 
 import re
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # Substrings that make a line a candidate for classification (part of the prefilter).
@@ -72,46 +76,119 @@ def classify(text: str) -> tuple[str, str | None] | None:
     return None
 
 
+_SUPPRESSIBLE = frozenset(("traceback", "exit", "killed", "crash", "nccl"))
+RING = 256  # candidate lines kept per source: the last error is found among them at its end
+
+Who = Callable[[str], tuple[int | None, str | None]]
+
+
 class ErrorTracker:
-    """Bounded: per source the last uncovered error and one frame line; overall a count."""
+    """Bounded: per source a ring of its last candidate lines, read backwards once the source
+    ends (only the last uncovered error of each source is ever reported, so the lines before
+    it are never classified); overall a count of the lines that hold an error word."""
 
     def __init__(self) -> None:
-        self.count = 0  # error lines seen, covered or not
+        self.count = 0  # candidate lines holding an error word (a cheap count, not a verdict)
         self.uncovered: list[ErrorLine] = []  # the last uncovered error of each source
         # the last error a signature matched: if every finding it made is dropped (a SIGKILL
         # the launcher sent), the log still is not clean
         self.last_covered: ErrorLine | None = None
-        self._frame: str | None = None
-        self._last: ErrorLine | None = None
+        # (text, line number, kind if a signature covered the line, its rank, its host)
+        self._ring: deque[tuple[str, int, str | None, int | None, str | None]] = deque(
+            maxlen=RING)
+        self._file = ""
+        self._who: Who = _nobody
 
-    def new_source(self) -> None:
-        if self._last is not None:
-            self.uncovered.append(self._last)
-        self._last = None
-        self._frame = None
+    def new_source(self, file: str = "", who: Who | None = None) -> None:
+        """End the current source (its last uncovered error is chosen now) and start `file`;
+        `who` says which rank and host printed a line of it."""
+        last = self._resolve()
+        if last is not None:
+            self.uncovered.append(last)
+        self._ring.clear()
+        self._file = file
+        self._who = who or _nobody
 
     def finish(self) -> None:
         self.new_source()
 
-    def feed(self, text: str, file: str, lineno: int, *, covered: bool, rank: int | None,
-             host: str | None) -> None:
-        found = classify(text)
-        if '", line ' in text:
-            frames = _FRAME.findall(text)  # one-line pastes hold the frames and the error
-            if frames:
-                path, line, func = frames[-1]
-                self._frame = f"{path}:{line}{f' in {func}' if func else ''}"[:300]
-        if found is None:
-            return
+    def add(self, text: str, lineno: int, *, frame_only: bool = False) -> None:
+        """A candidate line no signature matched: kept until the source ends."""
+        if not frame_only:
+            self.count += 1
+        self._ring.append((text, lineno, None, None, None))
+
+    def add_covered(self, text: str, lineno: int, rank: int | None, host: str | None) -> None:
+        """A candidate line a signature matched: it is no unknown error, but it may be the last
+        error of the log, and it ends the traceback above it."""
         self.count += 1
-        kind, _cls = found
-        if covered:
-            self.last_covered = ErrorLine(file, lineno, text.strip()[:2000], kind, rank, host)
-            return
-        if kind == "traceback" and self._last is not None and self._last.kind == "exception":
-            return  # keep the exception itself, not the header of a later traceback
-        if (self._last is not None and self._last.kind == "exception"
-                and kind in ("exit", "killed", "crash", "nccl") and self._last.rank == rank):
-            return  # the exit that follows an exception is its echo
-        self._last = ErrorLine(file, lineno, text.strip()[:2000], kind, rank, host,
-                               self._frame if kind == "exception" else None)
+        found = classify(text)
+        kind = found[0] if found else ""
+        if found is not None:
+            self.last_covered = ErrorLine(self._file, lineno, text.strip()[:2000], kind, rank,
+                                          host)
+        self._ring.append((text, lineno, kind, rank, host))
+
+    # ---- the end of a source ----------------------------------------------------------------
+    def _resolve(self) -> ErrorLine | None:
+        """The error a forward read would keep: the last uncovered one, except that a traceback
+        header or an exit/kill/crash/NCCL warning of the same rank after an exception is that
+        exception's echo. Read backwards to the last error no echo rule can skip, then forward."""
+        ring = self._ring
+        if not ring:
+            return None
+        kinds: list[str | None] = [None] * len(ring)  # "" once classified and not an error
+        start = 0
+        for i in range(len(ring) - 1, -1, -1):
+            kind = self._kind(i, kinds)
+            if kind and ring[i][2] is None and kind not in _SUPPRESSIBLE:
+                start = i
+                break
+        last: ErrorLine | None = None
+        for i in range(start, len(ring)):
+            text, lineno, covered, _rank, _host = ring[i]
+            kind = self._kind(i, kinds)
+            if not kind or covered is not None:
+                continue
+            if kind == "traceback" and last is not None and last.kind == "exception":
+                continue  # keep the exception itself, not the header of a later traceback
+            rank, host = self._who(text)
+            if (last is not None and last.kind == "exception" and kind in _SUPPRESSIBLE
+                    and kind != "traceback" and last.rank == rank):
+                continue  # the exit that follows an exception is its echo
+            last = ErrorLine(self._file, lineno, text.strip()[:2000], kind, rank, host,
+                             self._frame(i, kinds) if kind == "exception" else None)
+        return last
+
+    def _kind(self, i: int, kinds: list[str | None]) -> str:
+        kind = kinds[i]
+        if kind is None:
+            text, _lineno, covered, _rank, _host = self._ring[i]
+            if covered is not None:
+                kind = covered
+            else:
+                found = classify(text)
+                kind = found[0] if found else ""
+            kinds[i] = kind
+        return kind
+
+    def _frame(self, i: int, kinds: list[str | None]) -> str | None:
+        """`file:line in function` of the frame printed just above the exception on line `i`
+        (or on it: one-line pastes hold the frames and the error). A frame belongs to one
+        traceback: not across a `Traceback` header, nor past an exception that used it."""
+        for k in range(i, -1, -1):
+            text = self._ring[k][0]
+            if k < i and self._kind(k, kinds) == "exception":
+                return None
+            if '", line ' in text:
+                frames = _FRAME.findall(text)
+                if frames:
+                    path, line, func = frames[-1]
+                    return f"{path}:{line}{f' in {func}' if func else ''}"[:300]
+            if self._kind(k, kinds) == "traceback":
+                return None
+        return None
+
+
+def _nobody(_text: str) -> tuple[int | None, str | None]:
+    return None, None
