@@ -41,6 +41,14 @@ print("done")
     assert result.returncode == 0 and "done" in result.stdout, result.stderr
 
 
+def test_a_line_repeating_saving_checkpoint_is_read_quickly(tmp_path):
+    # before: about 12 s per line (a regex with two lazy gaps), so minutes for this file
+    log = tmp_path / "saves.log"
+    log.write_text(("Saving checkpoint " * 450 + "\n") * 10 + OOM + "\n")
+    result, _peak = run_limited(["triage", "--no-grep", str(log)], timeout=30)
+    assert result.returncode == 1, result.stderr
+
+
 def test_a_file_of_long_digit_lines_is_triaged_quickly(tmp_path):
     log = tmp_path / "digits.log"
     log.write_text("".join(f"a{DIGITS}:x RuntimeError: y\n" for _ in range(30)))
