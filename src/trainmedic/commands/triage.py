@@ -1,11 +1,13 @@
 """`trainmedic triage LOG ... [--json]`: name what went wrong and the tree node to continue from.
 
-Exit status: 1 when it reports a finding (with `--fail-on`, one of that kind or stronger), 0
-only when the logs hold no error, 2 when nothing in the input was readable as a log. A log with
-an error no signature knows is never called clean: it gets a finding marked as a guess. The
-signatures come from the trees, user trees under `--trees` included. Sources read only in part
-(binary data, a decompression bomb) are warned about, and a run that found nothing but could
-not read everything exits 2. Never imports Textual; rich only when printing for a human.
+Exit status: 1 when it reports a finding that `--fail-on` counts (by default any finding;
+`--fail-on cause` only a cause, `--fail-on symptom` a cause, symptom or guess), 0 when it reports
+none that counts (so a log with symptoms only exits 0 under `--fail-on cause`), 2 when nothing in
+the input was readable as a log. A log with an error no signature knows is never called clean: it
+gets a finding marked as a guess. The signatures come from the trees, user trees under `--trees`
+included. Sources read only in part (binary data, a decompression bomb) and user-tree signatures
+left out (an unsafe regex) are warned about, and a run that found nothing but had such a warning
+exits 2. Never imports Textual; rich only when printing for a human.
 """
 
 from __future__ import annotations

@@ -60,7 +60,8 @@ def regex_risk(pattern: str) -> str | None:
             return ("it starts with an unbounded wildcard (like '.*'), which makes a search "
                     "quadratic on long lines; drop it (a search finds the match anywhere)")
     for branch in _branches(items):
-        if not (branch and branch[0] == (_sre.AT, _sre.AT_BEGINNING)) and _wild_then_more(branch):
+        if not (branch and branch[0] == (_sre.AT, _sre.AT_BEGINNING)) and _wild_then_more(
+                branch, more=False):
             return ("an unbounded wildcard followed by more pattern (like 'a.*b') is tried from "
                     "every place the line could start a match, which is quadratic on a long "
                     "line: anchor the branch ('^(?=.*a).*b') or list plain words instead")
@@ -69,6 +70,10 @@ def regex_risk(pattern: str) -> str | None:
         return ("a repeated group holds another repeat (like '(a+)+'), which backtracks "
                 "exponentially on a long line that almost matches; make the inner part fixed-"
                 "width or the outer one bounded")
+    if _ambiguous_repeat(items, inside=False):
+        return ("a repeated group holds alternatives that can start alike (like '(a|a)*'), "
+                "which backtracks exponentially on a long line that almost matches; make the "
+                "alternatives start differently or use a character class")
     return None
 
 
@@ -79,22 +84,113 @@ def _branches(items: list) -> list[list]:
     return [items]
 
 
-def _wild_then_more(items: list) -> bool:
+def _wild_then_more(items: list, *, more: bool) -> bool:
+    """An unbounded `.` repeat that more pattern follows, in `items` or (`more`) after them:
+    `x(.*)y` and `(?:.*)?c` hide the wildcard in a group."""
     for i, (op, arg) in enumerate(items):
+        after = more or i + 1 < len(items)
         children: list = []
         if op in _REPEATS:
             _lo, hi, sub = arg
-            if (hi == _UNBOUNDED and len(sub) == 1 and sub[0][0] in _WIDE
-                    and i + 1 < len(items)):
+            if hi == _UNBOUNDED and len(sub) == 1 and sub[0][0] in _WIDE and after:
                 return True
             children = [sub]
+            after = after or hi > 1  # a repeated group is followed by itself
         elif op == _sre.SUBPATTERN:
             children = [arg[-1]]
         elif op == _sre.BRANCH:
             children = list(arg[1])
-        if any(_wild_then_more(list(child)) for child in children):
+        if any(_wild_then_more(list(child), more=after) for child in children):
             return True
     return False
+
+
+# ---- alternatives that start alike, under a repeat -------------------------------------------
+_EMPTY = -1  # "can match nothing": two such alternatives are ambiguous too
+_ALL = frozenset(range(257))  # 0-255, and 256 for every character above
+_CATEGORIES = {"CATEGORY_DIGIT": r"\d", "CATEGORY_NOT_DIGIT": r"\D", "CATEGORY_SPACE": r"\s",
+               "CATEGORY_NOT_SPACE": r"\S", "CATEGORY_WORD": r"\w", "CATEGORY_NOT_WORD": r"\W"}
+
+
+def _ambiguous_repeat(items, *, inside: bool) -> bool:
+    """A BRANCH under an unbounded repeat whose alternatives can start with the same character
+    (or can both match nothing): the engine tries every way to split a run between them."""
+    for op, arg in items:
+        if op in _REPEATS:
+            _lo, hi, sub = arg
+            if _ambiguous_repeat(sub, inside=inside or hi == _UNBOUNDED):
+                return True
+            continue
+        if op == _sre.BRANCH:
+            if inside and _overlap([_first(list(b)) for b in arg[1]]):
+                return True
+            children = list(arg[1])
+        elif op == _sre.SUBPATTERN:
+            children = [arg[-1]]
+        elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+            children = [arg[1]]
+        else:
+            continue
+        if any(_ambiguous_repeat(child, inside=inside) for child in children):
+            return True
+    return False
+
+
+def _overlap(firsts: list[frozenset[int]]) -> bool:
+    seen: set[int] = set()
+    for first in firsts:
+        if seen & first:
+            return True
+        seen |= first
+    return False
+
+
+def _first(items: list) -> frozenset[int]:
+    """The characters a match of `items` can start with (`_EMPTY`: it can match nothing);
+    anything not understood counts as every character."""
+    out: set[int] = set()
+    for op, arg in items:
+        if op in (_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT):
+            continue  # zero-width
+        if op == _sre.LITERAL:
+            return frozenset(out | {min(arg, 256)})
+        if op == _sre.NOT_LITERAL or op == _sre.ANY:
+            return _ALL
+        if op == _sre.IN:
+            return frozenset(out | _class(arg))
+        if op == _sre.SUBPATTERN:
+            first = _first(list(arg[-1]))
+        elif op == _sre.BRANCH:
+            first = frozenset().union(*(_first(list(b)) for b in arg[1]))
+        elif op in _REPEATS:
+            first = _first(list(arg[2])) | ({_EMPTY} if arg[0] == 0 else set())
+        else:
+            return _ALL
+        out |= first - {_EMPTY}
+        if _EMPTY not in first:
+            return frozenset(out)
+    return frozenset(out | {_EMPTY})
+
+
+def _class(items: list) -> set[int]:
+    """The characters (0-255, 256 for the rest) a character class `[...]` admits."""
+    chars: set[int] = set()
+    negate = False
+    for op, arg in items:
+        if op == _sre.NEGATE:
+            negate = True
+        elif op == _sre.LITERAL:
+            chars.add(min(arg, 256))
+        elif op == _sre.RANGE:
+            lo, hi = arg
+            chars.update(range(min(lo, 256), min(hi, 256) + 1))
+        elif op == _sre.CATEGORY and str(arg) in _CATEGORIES:
+            rx = re.compile(_CATEGORIES[str(arg)])
+            chars.update(c for c in range(256) if rx.match(chr(c)))
+            chars.add(256)
+        else:
+            return set(_ALL)
+    return set(_ALL) - chars if negate else chars
 
 
 def _nested_repeat(items, *, inside: bool) -> bool:

@@ -66,6 +66,12 @@ class Key:
     doc: str
 
 
+# the kinds of a log signature (see the section on log signatures below)
+SIG_KINDS = {
+    "cause": "the failure itself (an OOM, an Xid, a bad configuration)",
+    "symptom": "what other ranks or layers print because of a cause (a watchdog timeout)",
+    "context": "helps read the other findings (a launcher's summary), never the answer alone",
+}
 KINDS = {
     "id": "lower-case id: letters, digits and '-'",
     "text": "text, or a mapping of language code to text with `en` required",
@@ -83,7 +89,7 @@ KINDS = {
     "needs": "one of, or a list of: " + ", ".join(NEEDS),
     "targets": "a framework name, or {framework, versions}",
     "signatures": "list of log signatures: messages that lead triage to this node",
-    "sig-kind": "one of: " + ", ".join(("cause", "symptom", "context")),
+    "sig-kind": "one of: " + ", ".join(SIG_KINDS),
     "number": "a number",
     "fraction": "a number from 0 to 1",
     "regex": "a Python regular expression, searched in the line (write it in 'single quotes')",
@@ -91,11 +97,6 @@ KINDS = {
 }
 
 # -- log signatures: what triage recognises in a log, declared on the node it leads to ----------
-SIG_KINDS = {
-    "cause": "the failure itself (an OOM, an Xid, a bad configuration)",
-    "symptom": "what other ranks or layers print because of a cause (a watchdog timeout)",
-    "context": "helps read the other findings (a launcher's summary), never the answer alone",
-}
 NEAR_LINES = 40  # how far above a match `near` looks
 MIN_NEEDLE = 4  # shorter needles make the prefilter stop on most lines of a log
 

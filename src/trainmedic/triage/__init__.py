@@ -17,6 +17,7 @@ from trainmedic.triage.report import Evidence, Finding, TriageReport
 
 
 def _finish(scanner, skipped: list[tuple[str, str]] | None = None) -> TriageReport:
+    from trainmedic.textsafe import inert_line
     from trainmedic.triage.ranking import build_findings
 
     scanner.finish()
@@ -28,7 +29,8 @@ def _finish(scanner, skipped: list[tuple[str, str]] | None = None) -> TriageRepo
         ranks=scanner.ranks.to_dict(scanner.known_ranks),
         files=scanner.files,
         candidate_lines=scanner.candidate_lines,
-        skipped=list(skipped or []),
+        # names from os.walk and the reasons (which may quote them): shown, so made inert
+        skipped=[(inert_line(name), inert_line(why)) for name, why in skipped or []],
         root_cause=root.to_dict() if root else None,
         errors=scanner.errors.count,
         notes=list(scanner.notes),

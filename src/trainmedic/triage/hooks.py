@@ -5,7 +5,7 @@ A signature in a tree names a hook (`hook: cuda-oom`); the hook reads numbers fr
 signature's `routes` map to a node (`outcome: fragmented -> fragmentation`), merges what repeated
 lines add, and writes the finding's summary. Which node an outcome leads to, the needles, the
 weights and every message stay in the YAML; `trainmedic lint` checks each outcome a route names
-against `OUTCOMES` here.
+against the outcomes its hook declares (`Hook.outcomes` in `HOOKS` here).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from trainmedic.textsafe import inert_line
 
 MiB = float
 
@@ -54,7 +56,9 @@ class Hook:
 
 # ---- cuda-oom: the caching allocator's message and its numbers ------------------------------
 
-_SIZE = r"(\d+(?:\.\d+)?) ?(bytes|KiB|MiB|GiB|TiB)"
+# A size starts where a number starts (not inside a run of digits) and is bounded: `\d+` tried
+# from every digit of a long run made one line quadratic (seconds on 8 KB).
+_SIZE = r"(?<![\d.])(\d{1,15}(?:\.\d{1,6})?) ?(bytes|KiB|MiB|GiB|TiB)"
 _UNITS = {"bytes": 1 / 2**20, "KiB": 1 / 1024, "MiB": 1.0, "GiB": 1024.0, "TiB": 1024.0**2}
 _OOM_FIELDS = {
     "tried_mib": re.compile(r"Tried to allocate " + _SIZE),
@@ -65,8 +69,8 @@ _OOM_FIELDS = {
                                 + r" already allocated"),
     "reserved_mib": re.compile(_SIZE + r" reserved in total by PyTorch"),
 }
-_OOM_OTHER = re.compile(r"Process (\d+) has " + _SIZE + r" memory in use")
-_OOM_GPU = re.compile(r"\bGPU (\d+)\b")
+_OOM_OTHER = re.compile(r"Process (\d{1,9}) has " + _SIZE + r" memory in use")
+_OOM_GPU = re.compile(r"\bGPU (\d{1,9})\b")
 
 
 def _mib(groups: tuple[str | None, ...]) -> MiB | None:
@@ -179,14 +183,14 @@ def _oom_summary(hit: HitView, _view: Any) -> str:
 
 # ---- xid: the code and the GPU of a kernel Xid line -----------------------------------------
 
-_XID = re.compile(r"NVRM: Xid \(PCI:([^)]*)\):\s*(\d+)")
+_XID = re.compile(r"NVRM: Xid \(PCI:([^)]{0,64})\):\s*(\d{1,9})(?!\d)")
 
 
 def _read_xid(text: str, _ctx: LineContext) -> LineResult:
     m = _XID.search(text)
     if m is None:
         return LineResult(None, {"codes": [], "pci": []})
-    return LineResult(None, {"codes": [int(m.group(2))], "pci": [m.group(1)[:64]]})
+    return LineResult(None, {"codes": [int(m.group(2))], "pci": [inert_line(m.group(1))]})
 
 
 def _merge_lists(old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -211,7 +215,8 @@ def _read_named_ranks(text: str, _ctx: LineContext) -> LineResult:
     m = _NAMED_RANKS.search(text)
     if m is None:
         return LineResult()
-    named = [int(r) for r in re.findall(r"\d+", m.group(1) or m.group(2))]
+    # a rank has at most 9 digits: int() of a longer run raises (and is no rank anyway)
+    named = [int(r) for r in re.findall(r"\d+", m.group(1) or m.group(2)) if len(r) <= 9]
     return LineResult(None, {"named_ranks": named}, named)
 
 
@@ -287,8 +292,10 @@ def _read_global_shape(text: str, _ctx: LineContext) -> LineResult:
     m = _SHAPES.search(text)
     if m is None:
         return LineResult()
-    loaded = [int(x) for x in m.group(1).replace(" ", "").split(",") if x]
-    expected = [int(x) for x in m.group(2).replace(" ", "").split(",") if x]
+    loaded = _dims(m.group(1))
+    expected = _dims(m.group(2))
+    if loaded is None or expected is None:
+        return LineResult()
     details = {"loaded": loaded, "expected": expected}
     if len(loaded) != len(expected):
         return LineResult(None, details)
@@ -298,6 +305,14 @@ def _read_global_shape(text: str, _ctx: LineContext) -> LineResult:
         if small and big % small == 0:
             return LineResult("sliced", details)
     return LineResult(None, details)
+
+
+def _dims(text: str) -> list[int] | None:
+    """A shape's dimensions; None when one is too long to be a dimension (int() would raise)."""
+    parts = [x for x in text.replace(" ", "").split(",") if x]
+    if any(len(x) > 15 for x in parts):
+        return None
+    return [int(x) for x in parts]
 
 
 def _read_nothing(_text: str, _ctx: LineContext) -> LineResult:

@@ -21,13 +21,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from trainmedic.textsafe import inert_line
+
 NEEDLES = ("Root Cause (first observed failure)", "Failures:", "host      : ", "rank      : ",
            "exitcode  : ", "exits with return code")
 
+# Numbers are bounded (`\d{1,9}`, not followed by another digit): int() of a run of thousands
+# of digits raises, and no rank, pid or exit code is that long.
 _HOST = re.compile(r"\bhost\s{2,}:\s*(\S+)")
-_RANK = re.compile(r"\brank\s{2,}:\s*(\d+)(?:\s*\(local_rank:\s*(\d+)\))?")
-_EXIT = re.compile(r"\bexitcode\s{2,}:\s*(-?\d+)(?:\s*\(pid:\s*(\d+)\))?")
-_DS_EXIT = re.compile(r"Process (\d+) exits with return code = (-?\d+)")
+_RANK = re.compile(r"\brank\s{2,}:\s*(\d{1,9})(?!\d)(?:\s*\(local_rank:\s*(\d{1,9})\))?")
+_EXIT = re.compile(r"\bexitcode\s{2,}:\s*(-?\d{1,9})(?!\d)(?:\s*\(pid:\s*(\d{1,9})\))?")
+_DS_EXIT = re.compile(r"Process (\d{1,9}) exits with return code = (-?\d{1,9})(?!\d)")
 
 
 @dataclass
@@ -97,7 +101,8 @@ class LauncherTracker:
             elif len(self.failures) < self.MAX_FAILURES:
                 self.failures.append(entry)
         if m_host and entry.host is None:
-            entry.host = m_host.group(1)[:200]
+            # shown in summaries and on the terminal: no escape sequence from the log
+            entry.host = inert_line(m_host.group(1)[:200])
         elif m_rank and entry.rank is None:
             entry.rank = int(m_rank.group(1))
             entry.local_rank = int(m_rank.group(2)) if m_rank.group(2) else None

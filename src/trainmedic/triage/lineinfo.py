@@ -13,19 +13,27 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+from trainmedic.textsafe import inert_line
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _PREFIX_RANK = re.compile(
-    r"^.{0,40}?\[(?:rank|default)(\d+)\]:|^\s*(\d{1,5}):\s|^\s*\[(\d{1,4})\](?:\s|:)"
-    r"|^\[\d+,(\d+)\]<std(?:out|err)>:"
+    r"^.{0,40}?\[(?:rank|default)(\d{1,9})\]:|^\s*(\d{1,5}):\s|^\s*\[(\d{1,4})\](?:\s|:)"
+    r"|^\[\d{1,9},(\d{1,9})\]<std(?:out|err)>:"
 )
 # pdsh/clush `node12: ...` (a lower-case name with a digit), kubectl `[pod/NAME/container]`,
 # NCCL `host:pid:tid [dev] NCCL ...`
+# Lengths are bounded (a DNS label is at most 63 characters, a name at most 253) and the digit
+# of the first label is found by a lookahead: `[a-z0-9-]*\d[a-z0-9-]*` tried every split of a
+# long run of digits (quadratic, a second per 8 KB line).
 _PREFIX_HOST = re.compile(
-    r"^(?!rank\d|default\d)([a-z][a-z0-9-]*\d[a-z0-9-]*(?:\.[a-z0-9-]+)*): "
-    r"|^\[pod/([^/\]\s]+)/[^\]\s]*\] "
+    r"^(?!rank\d|default\d)(?=[a-z][a-z0-9-]{0,62}(?<=\d))"
+    r"([a-z][a-z0-9-]{0,62}(?:\.[a-z0-9-]{1,63}){0,6}): "
+    r"|^\[pod/([^/\]\s]{1,253})/[^\]\s]{0,253}\] "
     r"|(?:^|[\s\]:>])([A-Za-z][\w.-]*):\d+:\d+ \[\d+\] (?:[\w/.]+:\d+ )?NCCL "
 )
-_MSG_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]|\bRank (\d+)[:,]|\brank (\d+)\b", re.I)
+# `[PG ...` is read up to 200 characters (a lazy `[^\]]*?` per "[PG " made one long line quadratic)
+_MSG_RANK = re.compile(r"\[(?:PG [^\]]{0,200}?)?Rank (\d{1,9})\]|\bRank (\d{1,9})[:,]"
+                       r"|\brank (\d{1,9})\b", re.I)
 _ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
 _GLOG = re.compile(r"\[[IWEF](\d{1,2})(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 _SYSLOG = re.compile(
@@ -68,7 +76,8 @@ def line_host(text: str) -> str | None:
     m = _PREFIX_HOST.search(text)
     if m is None:
         return None
-    return next(g for g in m.groups() if g is not None)[:200]
+    # a kubectl pod name may hold anything but `/`, `]` and spaces: no escape sequence passes
+    return inert_line(next(g for g in m.groups() if g is not None)[:200])
 
 
 def _frac(us: str | None) -> int:

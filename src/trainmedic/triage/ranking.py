@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from trainmedic.redact import redact_text
+from trainmedic.textsafe import inert_line
 from trainmedic.triage import lineinfo
 from trainmedic.triage.analyses import RANK_ANALYSES, WHOLE_LOG, loss_outcome, whole_log
 from trainmedic.triage.loss.model import LossAnalysis
@@ -90,7 +92,7 @@ def _finding(hit: Hit, scanner: Scanner, year: int | None) -> Finding | None:
         summary = hook.summary(hit, scanner) or summary
     ranks = sorted(hit.ranks)
     if ranks:
-        summary = f"{_who(ranks)}: {summary}"
+        summary = f"{_who(ranks)}{' and more' if hit.more_ranks else ''}: {summary}"
     if hit.count > 1:
         summary += f" ({hit.count} lines)"
     if hit.time_inferred:
@@ -333,6 +335,7 @@ def _guess(scanner: Scanner, findings: list[Finding]) -> Finding | None:
         guessed, score = scanner.signatures.guess_tree(f"{chosen.text} {chosen.frame or ''}")
         if guessed is not None:
             tree, node = guessed, None
+    frame = inert_line(redact_text(chosen.frame)) if chosen.frame else None
     if chosen.kind == "exit" and root is not None:
         from trainmedic.triage.hooks import exit_meaning
 
@@ -341,8 +344,11 @@ def _guess(scanner: Scanner, findings: list[Finding]) -> Finding | None:
         summary = (f"guess: the launcher says {who or 'a worker'} failed first ({code}), and "
                    "no message in these logs says why: read that rank's own output")
     else:
-        text = chosen.text if len(chosen.text) <= 200 else chosen.text[:197] + "..."
-        where = f" (raised at {chosen.frame})" if chosen.frame else ""
+        # The summary quotes the log: secrets redacted before the cut (no half secret is left),
+        # control characters shown as escapes (`!r` escapes every unprintable character).
+        text = redact_text(chosen.text)
+        text = text if len(text) <= 200 else text[:197] + "..."
+        where = f" (raised at {frame})" if frame else ""
         summary = (f"guess: no known signature for {text!r}{where}"
                    + (f", printed by {who}" if who else "")
                    + (f"; its words point to the {tree} tree" if node is None else
@@ -354,7 +360,7 @@ def _guess(scanner: Scanner, findings: list[Finding]) -> Finding | None:
         confidence=GUESS_CONFIDENCE if score < 1.0 else GUESS_CONFIDENCE + 0.1,
         summary=summary, kind="guess", count=len(errors),
         ranks=[rank] if rank is not None else [], evidence=evidence,
-        details={"error_kind": chosen.kind, "raised_at": chosen.frame, "_order": (1 << 29, 0)},
+        details={"error_kind": chosen.kind, "raised_at": frame},
         hosts=[host] if host else [],
     )
 

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import re
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
@@ -129,6 +129,7 @@ class Hit:
     first_order: tuple[int, int] = (1 << 30, 0)
     evidence: list[tuple[str, int, str, int | None, str | None]] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
+    more_ranks: bool = False  # ranks beyond MAX_RANKS were left out of `ranks`
 
 
 class Scanner:
@@ -174,7 +175,8 @@ class Scanner:
         self.hosts: set[str] = set()
         self.candidate_lines = 0
         self.files: list[str] = []
-        self.notes: list[str] = []  # sources read only in part, and why
+        # sources read only in part, and why; user-tree signatures left out, and why
+        self.notes: list[str] = [inert_line(n) for n in self.signatures.notes]
         self.redact = self.evidence_text
         self._started_in_source = False
         self._progress_in_source = False
@@ -277,7 +279,7 @@ class Scanner:
     def _begin(self, source: Source) -> tuple[int, deque[tuple[int, str]]]:
         self.files.append(source.name)
         if source.rank is not None:
-            self.known_ranks.add(source.rank)
+            add_ranks(self.known_ranks, (source.rank,))
         self._started_in_source = self._progress_in_source = False
         self.errors.new_source(source.name, lambda text: self._who(text, source))
         self.launcher.new_source()
@@ -420,7 +422,7 @@ class Scanner:
             outcome, details, named = result.outcome, result.details, result.ranks[:MAX_RANKS]
             if named:  # the line names ranks (a desync report): those are the ones, not its own
                 rank = None
-                self.known_ranks.update(named)
+                add_ranks(self.known_ranks, named)
         m = _Match(sig, text, source.name, idx, lineno, rank, host, outcome, details, named,
                    _time_of(recent))
         if any(r.near for r in sig.routes):
@@ -454,10 +456,9 @@ class Scanner:
             hit = self.hits[key] = Hit(sig, tree, node, details=m.details)
         elif m.details and sig.hook is not None and sig.hook.merge is not None:
             sig.hook.merge(hit.details, m.details)
-        hit.ranks.update(m.named)
+        if not add_ranks(hit.ranks, m.named if m.rank is None else (*m.named, m.rank)):
+            hit.more_ranks = True
         hit.count += 1
-        if m.rank is not None and len(hit.ranks) < MAX_RANKS:
-            hit.ranks.add(m.rank)
         if m.host is not None and len(hit.hosts) < MAX_HOSTS:
             hit.hosts.add(m.host)
         when, has_year, inferred = m.when
@@ -470,6 +471,15 @@ class Scanner:
         elif (m.rank is not None and all(e[3] != m.rank for e in hit.evidence)
               and len(hit.ranks) <= 2):
             hit.evidence[-1] = line  # keep one line of a second rank: who else saw it
+
+
+def add_ranks(into: set[int], ranks: Iterable[int]) -> bool:
+    """Add `ranks` while `into` holds fewer than MAX_RANKS (a line may name thousands, and a
+    log thousands of such lines); False when some were left out."""
+    new = [r for r in dict.fromkeys(ranks) if r not in into]
+    room = MAX_RANKS - len(into)
+    into.update(new[:room])
+    return len(new) <= room
 
 
 def _minimal(needles: set[str]) -> list[str]:

@@ -15,11 +15,12 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from trainmedic.trees.paths import builtin_tree_dir
 from trainmedic.triage.hooks import HOOKS, Hook
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class SignatureSet:
     near_needles: tuple[str, ...] = ()  # words routes look for above a match
     # (tree, its signatures' needles and titles, its own tags and title): `vocabulary`'s input
     wording: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    notes: tuple[str, ...] = ()  # what was left out of a user tree (an unsafe regex), and why
 
     @functools.cached_property
     def vocabulary(self) -> dict[str, Counter[str]]:
@@ -107,10 +109,6 @@ class SignatureSet:
             for stop in _STOP & set(vocab):
                 del vocab[stop]
         return vocabulary
-
-    @property
-    def by_id(self) -> dict[str, Signature]:
-        return {s.id: s for s in self.signatures}
 
     def needles(self) -> list[str]:
         """Every signature needle, longest first (so the alternation prefers the specific one)."""
@@ -144,11 +142,17 @@ def compile_forest(forest: Forest) -> SignatureSet:
     index: dict[str, list[Signature]] = {}
     near: dict[str, None] = {}
     wording: list[tuple[str, tuple[str, ...]]] = []
+    notes: list[str] = []
+    builtin = str(builtin_tree_dir())
     for spec in forest.signatures():
         tree = forest.trees.get(spec.tree)
         if tree is None:
             continue
-        sig = _compile(spec, forest, tree.nodes)
+        # built-in trees are linted clean; a user tree's regex may hang a search on one line
+        unsafe = _unsafe if not spec.src.file.startswith(builtin) else _never
+        sig = _compile(spec, forest, tree.nodes, unsafe, notes)
+        if sig is None:
+            continue
         sigs.append(sig)
         if sig.derive:
             derived.setdefault(sig.derive, sig)
@@ -158,17 +162,44 @@ def compile_forest(forest: Forest) -> SignatureSet:
             near.update(dict.fromkeys(route.near))
         wording.append((spec.tree, (*spec.needles, str(spec.title))))
     wording += ((tree.id, (*tree.tags, str(tree.title))) for tree in forest.trees.values())
-    return SignatureSet(tuple(sigs), derived, index, tuple(near), tuple(wording))
+    return SignatureSet(tuple(sigs), derived, index, tuple(near), tuple(wording), tuple(notes))
 
 
-def _compile(spec: LogSignature, forest: Forest, nodes: Iterable[str]) -> Signature:
+def _never(_pattern: str) -> bool:
+    return False
+
+
+def _unsafe(pattern: str) -> bool:
+    from trainmedic.trees.siglint import regex_risk
+
+    return regex_risk(pattern) is not None
+
+
+def _compile(spec: LogSignature, forest: Forest, nodes: Iterable[str],
+             unsafe: Callable[[str], bool] = _never,
+             notes: list[str] | None = None) -> Signature | None:
+    """A signature, compiled. A regex `unsafe` flags is left out, with a note: a `match` or
+    `exclude` leaves the whole signature without effect, a route's `line` only that route."""
+    skipped = [key for key, pattern in (("match", spec.match), ("exclude", spec.exclude))
+               if pattern and unsafe(pattern)]
     routes = []
     for r in spec.routes:
         ref = forest.resolve(spec.tree, r.goto)
         if ref is None:
             continue
+        if r.line and unsafe(r.line):
+            skipped.append("route 'line'")
+            continue
         routes.append(Route(ref.tree, ref.node, re.compile(r.line) if r.line else None,
                             tuple(r.near), r.outcome))
+    if skipped and notes is not None:
+        what = ("left out" if {"match", "exclude"} & set(skipped)
+                else "kept without the unsafe route")
+        notes.append(f"{spec.src.file}:{spec.src.line}: signature '{spec.id}' {what}: its "
+                     f"{', '.join(skipped)} regex could take minutes on one long line; run "
+                     "`trainmedic lint` on the tree for the reason")
+    if "match" in skipped or "exclude" in skipped:
+        return None
     return Signature(
         id=spec.id, tree=spec.tree, node=spec.node if spec.node in nodes else None,
         kind=spec.kind, weight=spec.weight, confidence=spec.confidence, title=str(spec.title),

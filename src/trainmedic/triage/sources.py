@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import threading
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -56,6 +57,11 @@ _TRAINMEDIC_JSON = re.compile(
     rb'|"schema_version":\s*\d+,\s*"findings"'
     rb'|^\s*\{\s*"version":\s*\d+,\s*"id":\s*"[^"]*",\s*"tree":'  # a saved walk
 )
+
+
+# What reading a source may raise besides OSError: a truncated .gz ends early (EOFError), a
+# corrupt one fails in zlib (zlib.error, which is not an OSError; gzip.BadGzipFile is one).
+READ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error)
 
 
 class InputCut(Exception):
@@ -114,7 +120,7 @@ def unreadable_reason(source: Source) -> str | None:
             head = stream.read(8192)
         finally:
             stream.close()
-    except (UsageError, OSError, EOFError) as exc:
+    except (UsageError, OSError, EOFError, zlib.error) as exc:
         return f"cannot read: {exc}"
     if not head:
         return "empty"
@@ -373,7 +379,7 @@ def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException], breaks:
                 since_newline = 0
     except BrokenPipeError:
         pass  # grep is gone (killed on timeout): the reader reports it
-    except (OSError, EOFError, InputCut) as exc:  # e.g. a truncated .gz, a bomb
+    except (OSError, EOFError, zlib.error, InputCut) as exc:  # a truncated or corrupt .gz, a bomb
         errors.append(exc)
     finally:
         with contextlib.suppress(OSError):
@@ -544,7 +550,7 @@ def candidates(
             yield from grep_candidates(None, needles, grep, stream=stream, name=source.name)
         else:
             yield from python_candidates(stream, combined(), name=source.name, after=after)
-    except (OSError, EOFError) as exc:  # gzip: truncated or not gzip at all
+    except READ_ERRORS as exc:  # gzip: truncated, corrupt, or not gzip at all
         raise UsageError(f"{source.name}: cannot read: {exc}") from exc
     finally:
         if source.path is not None or source.data is not None:

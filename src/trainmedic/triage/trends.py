@@ -28,18 +28,20 @@ MIN_POINTS = 4
 CREEP_RATIO = 1.15  # the last third's median step time over the first third's
 CREEP_TAU = 0.4  # and a steady rise (Kendall's tau of time against order)
 
+# a number, not any run of digits and dots: float("1.2.3") raises
+_NUM = r"\d+(?:\.\d+)?"
 _READERS = (
-    ("epoch", re.compile(r"time this epoch\s*=\s*([\d.]+)")),
-    ("interval", re.compile(r"time\(s\):\s*([\d.]+)")),
-    ("iteration", re.compile(r"Iteration duration:\s*([\d.]+)")),
+    ("epoch", re.compile(r"time this epoch\s*=\s*(" + _NUM + r")")),
+    ("interval", re.compile(r"time\(s\):\s*(" + _NUM + r")")),
+    ("iteration", re.compile(r"Iteration duration:\s*(" + _NUM + r")")),
 )
-_TIMERS = re.compile(r"(?:forward|backward)-compute: ([\d.]+)")
+_TIMERS = re.compile(r"(?:forward|backward)-compute: (" + _NUM + r")")
 # mmengine/mmcv and detectron2 print the iteration time and, inside it, the wait for the batch
-_DATA_TIME = re.compile(r"\btime:\s*([\d.]+)\s+data_time:\s*([\d.]+)")
+_DATA_TIME = re.compile(r"\btime:\s*(" + _NUM + r")\s+data_time:\s*(" + _NUM + r")")
 # Megatron's one-line timer summary (--timing-log-level 2): batch-generator is inside
 # forward-backward
-_MEG_BATCH = re.compile(r"batch-generator: ([\d.]+)")
-_MEG_FB = re.compile(r"forward-backward: ([\d.]+)")
+_MEG_BATCH = re.compile(r"batch-generator: (" + _NUM + r")")
+_MEG_FB = re.compile(r"forward-backward: (" + _NUM + r")")
 DATA_MIN_POINTS = 3
 DATA_SHARE = 0.4  # the median share of an iteration spent waiting for data that is a finding
 # A few long stalls also starve the GPUs while the median stays low: a step that waits at least

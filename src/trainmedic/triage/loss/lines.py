@@ -53,8 +53,12 @@ _APEX_OVERFLOW = re.compile(r"Gradient overflow\.\s+Skipping step.*?reducing los
                             + NUM + r")")
 _SAVED = re.compile(r"saved checkpoint (?:from|at) iteration\s+(\d+)(?: to (\S+))?", re.I)
 _HF_SAVED = re.compile(r"Saving model checkpoint to (\S*?checkpoint-(\d+))\b")
-_GENERIC_SAVED = re.compile(r"(?i)\bsav(?:ed|ing)\b[^\n]*?\b(?:checkpoint|model)\b[^\n]*?"
-                            r"(?:global_step|step[=_ ]|iter_?)(\d+)")
+# "saved/saving ... checkpoint/model ... step N", read in three searches (`_generic_saved`): one
+# regex with two lazy gaps tried every pair of positions (cubic: minutes on a line that repeats
+# "Saving checkpoint" without a step)
+_SAVING = re.compile(r"\bsav(?:ed|ing)\b", re.I)
+_SAVED_WHAT = re.compile(r"\b(?:checkpoint|model)\b", re.I)
+_SAVED_STEP = re.compile(r"(?:global_step|step[=_ ]|iter_?)(\d+)", re.I)
 _INTERVAL = re.compile(r"\b(save[_-]interval|save_steps|log[_-]interval|logging_steps)"
                        r"\b\W{1,40}?(\d+)\b")
 _DLLL = re.compile(r"DLLL (\{.*\})\s*$")
@@ -206,9 +210,9 @@ class LineReader:
             if m:
                 self._save(int(m.group(2)), m.group(1))
                 return True
-            m = _GENERIC_SAVED.search(text)
-            if m:
-                self._save(int(m.group(1)), None)
+            step = _generic_saved(text)
+            if step is not None:
+                self._save(step, None)
                 return True
         if "interval" in text or "_steps" in text:
             m = _INTERVAL.search(text)
@@ -502,3 +506,16 @@ def _int(text: str | None) -> int:
     except ValueError:
         return 0
 
+
+
+def _generic_saved(text: str) -> int | None:
+    """The step of a generic "saved checkpoint ... step N" line: the first step number after
+    the first "checkpoint"/"model" after the first "saved"/"saving" of a line (what the lazy
+    regex found: a later "saving" can only find the same step or none)."""
+    for line in text.split("\n"):
+        saving = _SAVING.search(line)
+        what = _SAVED_WHAT.search(line, saving.end()) if saving else None
+        step = _SAVED_STEP.search(line, what.end()) if what else None
+        if step is not None and len(step.group(1)) <= 15:
+            return int(step.group(1))
+    return None
