@@ -31,7 +31,7 @@ HELD_TUNE_TREE, HELD_TUNE_NODE = 0.92, 0.88
 # Batch 2 was collected after the signatures were written and run blind once (67.5% tree, 55.3%
 # node with its final labels); the classes of its misses then guided signature work, so today's
 # level below is no longer a blind measure. It is held so that it can only rise.
-HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.74, 0.64
+HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.76, 0.65
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
 
