@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainmedic.drills.cases import expected_place  # one reading of `expect`, shipped and tested
+
 HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
 SEPARATOR = "# ---"
@@ -64,14 +66,11 @@ class Case:
 
     @property
     def tree(self) -> str | None:
-        return None if self.healthy else self.expect.partition("#")[0]
+        return expected_place(self.expect)[0]
 
     @property
     def node(self) -> str | None:
-        if self.healthy:
-            return None
-        node = self.expect.partition("#")[2]
-        return None if node in ("", "?") else node
+        return expected_place(self.expect)[1]
 
 
 def read_case(path: Path) -> Case:

@@ -25,6 +25,15 @@ _HEADER = re.compile(r"^# ([a-z-]+): ?(.*)$")
 _AREA = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
+def expected_place(expect: str) -> tuple[str | None, str | None]:
+    """A case's `expect` (`tree#node`, `tree#?` or `none`) as (tree, node); None where it pins
+    nothing (a healthy log has neither, `tree#?` has no node). The test corpus reads it too."""
+    if expect == "none":
+        return None, None
+    tree, _, node = expect.partition("#")
+    return tree, (node if node and node != "?" else None)
+
+
 def drills_dir() -> Path:
     """`trainmedic/_drills` inside the installed wheel, else the corpus of a source checkout."""
     here = Path(__file__).resolve().parent.parent
@@ -54,15 +63,12 @@ class DrillCase:
 
     @property
     def tree(self) -> str | None:
-        return None if self.healthy else self.expect.partition("#")[0]
+        return expected_place(self.expect)[0]
 
     @property
     def node(self) -> str | None:
         """The expected node id, or None when the thread pins only the tree (`tree#?`)."""
-        if self.healthy:
-            return None
-        node = self.expect.partition("#")[2]
-        return node if node and node != "?" else None
+        return expected_place(self.expect)[1]
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "area": self.area, "expect": self.expect,
