@@ -155,14 +155,7 @@ def walk(target: str, answers: Iterable[int], *, forest: Forest | None = None,
     range or one given after a fix."""
     session = open_walk(target, forest=forest, trees=trees)
     for step, number in enumerate(answers, start=1):
-        question = session.question
-        if question is None:
-            raise UsageError(f"step {step}: answer {number} given, but the walk already reached "
-                             f"the fix {session.current}")
-        if not 1 <= number <= len(question.answers):
-            raise UsageError(f"step {step} ({session.current}): answer {number} is out of range "
-                             f"(1-{len(question.answers)})")
-        session.answer(number - 1)
+        session.answer_typed(number, step)
     if save:
         from trainmedic.saved_walks import save_walk
 

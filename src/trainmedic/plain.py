@@ -235,14 +235,7 @@ def run_answers(session: WalkSession, answers: list[int], stdout: IO[str], *,
     save = watch = SaveWatch(save, err)
     for step, number in enumerate(answers, start=1):
         session.run_due_probes(probe_runner)
-        question = session.question
-        if question is None:
-            raise UsageError(f"step {step}: answer {number} given, but the walk already reached "
-                             f"the fix {session.current}")
-        if not 1 <= number <= len(question.answers):
-            raise UsageError(f"step {step} ({session.current}): answer {number} is out of range "
-                             f"(1-{len(question.answers)})")
-        session.answer(number - 1)
+        session.answer_typed(number, step)
     if session.question is None:
         save(session.record())
     if as_json:

@@ -246,6 +246,18 @@ class WalkSession:
                              f"'{question.answers[index].goto}'")
         return ref
 
+    def answer_typed(self, number: int, step: int) -> Ref:
+        """Choose the 1-based answer a person typed at `step` of a scripted walk (`--answers`,
+        the API); UsageError when the walk is already at a fix or the number is out of range."""
+        question = self.question
+        if question is None:
+            raise UsageError(f"step {step}: answer {number} given, but the walk already reached "
+                             f"the fix {self.current}")
+        if not 1 <= number <= len(question.answers):
+            raise UsageError(f"step {step} ({self.current}): answer {number} is out of range "
+                             f"(1-{len(question.answers)})")
+        return self.answer(number - 1)
+
     def answer(self, index: int, *, suggested: int | None = None,
                evidence: list[str] | None = None, implied: bool = False) -> Ref:
         """Choose answer `index` (0-based) and move; entering another tree pushes a return point.
