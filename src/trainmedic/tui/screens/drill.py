@@ -11,14 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Input, OptionList, Static
-from textual.widgets.option_list import Option
 
 from trainmedic.drills.run import DrillRun
 from trainmedic.errors import UsageError
@@ -26,6 +24,7 @@ from trainmedic.redact import redact_text
 from trainmedic.textsafe import inert
 from trainmedic.trees import Fix, Question
 from trainmedic.tui.base import AppScreen
+from trainmedic.tui.widgets.answers import answer_option
 from trainmedic.tui.widgets.footer import KeysFooter
 
 if TYPE_CHECKING:
@@ -144,15 +143,8 @@ class DrillScreen(AppScreen[None]):
         assert drill is not None
         options = []
         for i, answer in enumerate(question.answers):
-            label = Text(str(answer.text))
-            ref = drill.forest.resolve(drill.session.current.tree, answer.goto)
-            if ref is not None and ref.tree != drill.session.current.tree:
-                label.append(f"  ↪ {ref}", style="dim")
-            row = Table.grid(padding=(0, 1), expand=True)
-            row.add_column(width=2, no_wrap=True)
-            row.add_column(ratio=1)
-            row.add_row(Text(str(i + 1), style="bold"), label)
-            options.append(Option(row, id=f"answer-{i}"))
+            options.append(answer_option(i, Text(str(answer.text)), drill.forest,
+                                         drill.session.current, answer.goto))
         return [Static(Text(str(question.question), style="bold"), id="drill-question"),
                 OptionList(*options, id="drill-answers")]
 

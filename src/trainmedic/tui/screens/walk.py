@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 from trainmedic.textsafe import inert_line
 from trainmedic.trees import Question
 from trainmedic.tui.base import AppScreen
+from trainmedic.tui.widgets.answers import answer_option
 from trainmedic.tui.widgets.evidence import EvidencePanel
 from trainmedic.tui.widgets.fixpanel import FixPanel
 from trainmedic.tui.widgets.footer import KeysFooter
@@ -180,9 +181,7 @@ class WalkScreen(AppScreen[None]):
                                  classes="hint")
 
     def _answer_options(self, question: Question) -> list[Option]:
-        """One option per answer: its key in a narrow column, the text wrapped beside it."""
-        from rich.table import Table
-
+        """One option per answer, marked with what the walk knows about it."""
         suggested, _ = self.session.suggestion()
         self.suggested_index = suggested
         tried = self.session.tried_answers()
@@ -196,14 +195,8 @@ class WalkScreen(AppScreen[None]):
                 label.append("  ◆ the log pointed here", style="bold cyan")
             if i in tried:
                 label.append("  ✗ tried: did not help", style="bold red")
-            ref = self.session.forest.resolve(self.session.current.tree, answer.goto)
-            if ref is not None and ref.tree != self.session.current.tree:
-                label.append(f"  ↪ {ref}", style="dim")
-            row = Table.grid(padding=(0, 1), expand=True)
-            row.add_column(width=2, no_wrap=True)
-            row.add_column(ratio=1)
-            row.add_row(Text(str(i + 1), style="bold"), label)
-            options.append(Option(row, id=f"answer-{i}"))
+            options.append(answer_option(i, label, self.session.forest, self.session.current,
+                                         answer.goto))
         return options
 
     def _implied_answer(self) -> int | None:
