@@ -177,3 +177,18 @@ def test_parse_xml_rejects_garbage():
     for text in ["", "<html>oops</html>", "<nvidia_smi_log><gpu></nvidia_smi_log>"]:
         with pytest.raises(ValueError):
             gpu.parse_xml(text)
+
+
+def test_real_h200_query_with_the_probe_field_set(fakebin, monkeypatch):
+    # recorded on an H200 with the probe's own --query-gpu argv (scripts/device_fixtures.sh)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("SLURM_GPUS_ON_NODE", raising=False)
+    monkeypatch.delenv("TRAINMEDIC_EXPECTED_GPUS", raising=False)
+    smi(fakebin, "query_gpu_h200.csv")
+    result = run()
+    f = result.facts
+    assert f["count"] == 1 and f["models"] == ["NVIDIA H200"]
+    assert f["min_memory_total_mib"] == 143771.0 and f["max_memory_fraction"] == 0.0
+    assert f["driver_version"] == "580.159.04" and f["driver_ok"] is True
+    assert f["ecc_uncorrected"] == 0 and f["max_temperature_c"] == 37.0
+    assert result.status == "ok" and result.evidence["throttled"].startswith("no ")  # 0x1: idle

@@ -211,6 +211,15 @@ def test_fabric_section_in_progress_from_a_real_report():
     assert result.status == "fail" and "error 802" in result.summary
 
 
+def test_fabric_on_a_real_single_h200_is_not_an_nvswitch_system():
+    # the whole `nvidia-smi -q` of an H200 (driver 580.159.04): its Fabric section says N/A
+    gpus = fabric.parse_fabric(fixture_text("smi_q_h200.txt"))
+    assert [(g.bus_id, g.state) for g in gpus] == [("00000000:00:06.0", "N/A")]
+    result = fabric.build_result(gpus, "unknown", "")
+    check_types(result)
+    assert result.status == "ok" and result.facts["nvswitch"] is False
+
+
 def test_fabric_completed_with_an_error_status_is_not_ready():
     gpus = fabric.parse_fabric(fixture_text("smi_q_fabric_insufficient_resources.txt"))
     result = fabric.build_result(gpus, "active", "")

@@ -66,3 +66,12 @@ def test_space_separated_matrix_with_nic_in_the_header():
     assert f["nics"] == ["mlx4_0"] and f["nvlink"] is False
     assert f["pairs_via_cpu"] == 8 and f["pairs_via_pcie_switch"] == 2
     assert f["gpus_without_near_nic"] == 5
+
+
+def test_real_h200_output_with_an_underlined_header_is_read():
+    # nvidia-smi 580.159.04 wraps the header row in ESC[4m ... ESC[0m even into a pipe; the
+    # probe said "could not read the topology matrix" on the real machine before
+    result = parse("topo_h200_1gpu_underlined_header.txt")
+    assert result.status == "ok", result.summary
+    assert result.facts["gpu_count"] == 1 and result.facts["nics"] == []
+    assert "\x1b" not in result.summary

@@ -18,6 +18,8 @@ VIA_CPU = {"SYS", "NODE", "PHB"}
 VIA_SWITCH = {"PIX", "PXB"}
 _DEVICE = re.compile(r"^(GPU\d+|NIC\d+|mlx\d+_\d+|mlx\w+)$")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)")
+# nvidia-smi 580 underlines the header row even when its output is a pipe: ESC[4m ... ESC[0m
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 def _split(line: str) -> list[str]:
@@ -31,7 +33,7 @@ def parse_matrix(text: str) -> tuple[list[str], dict[str, dict[str, str]], dict[
     columns: list[str] = []
     matrix: dict[str, dict[str, str]] = {}
     legend: dict[str, str] = {}
-    for line in text.splitlines():
+    for line in _SGR.sub("", text).splitlines():
         if line.lstrip().startswith("#") or not line.strip():
             continue
         nic = _NIC_LEGEND.match(line)
