@@ -13,7 +13,6 @@ rec() {  # rec FILE CMD...: the command's stdout and stderr under a source line
   { echo "# source: real output of '$*' on $stamp (trainmedic scripts/device_fixtures.sh)"; \
     timeout 60 "$@" 2>&1; echo "# exit status: $?"; } > "$OUT/$file"
 }
-rec nvidia_smi_h200.txt nvidia-smi
 rec nvidia_smi_q_h200.txt nvidia-smi -q
 q=$(python3 -c 'from trainmedic.probes.gpu import query_argv, THROTTLE_FIELDS; print(" ".join(query_argv(THROTTLE_FIELDS[1])[1:]))')
 rec query_gpu_h200.csv nvidia-smi $q
@@ -36,6 +35,15 @@ keep = torch.empty(100 * 2**30, dtype=torch.uint8, device="cuda")  # 100 GiB hel
 torch.empty(80 * 2**30, dtype=torch.uint8, device="cuda")  # 80 GiB more: out of memory
 PY
 rec cuda_oom_h200.log python3 /tmp/oom.py
+cat > /tmp/dup.py <<'PY'
+import torch, torch.distributed as dist
+torch.cuda.set_device(0)  # every rank on GPU 0: NCCL refuses two ranks on one device
+dist.init_process_group("nccl")
+t = torch.ones(8, device="cuda")
+dist.all_reduce(t)
+torch.cuda.synchronize()
+PY
+rec torchrun_two_ranks_one_gpu.log python3 -m torch.distributed.run --nproc-per-node 2 /tmp/dup.py
 sed 1d "$OUT/cuda_oom_h200.log" > /tmp/oom_body.log
 python3 -m trainmedic triage /tmp/oom_body.log --json > "$OUT/triage_oom.json" 2>&1
 echo "triage exit $?"

@@ -25,3 +25,13 @@ def test_a_healthy_single_gpu_nccl_init_with_no_infiniband_stays_quiet(capsys):
     # NET/IB : No device found, then sockets: normal on a machine without InfiniBand
     assert main(["triage", str(DEVICE / "nccl_debug_info_h200_1gpu.txt")]) == 0
     assert "No known failure signature" in capsys.readouterr().out
+
+
+def test_a_real_torchrun_failure_names_the_cause_and_the_first_rank():
+    # torchrun (PyTorch 2.11) with two ranks on one GPU: NCCL 2.28.9 refuses, ChildFailedError
+    report = triage_paths([str(DEVICE / "torchrun_two_ranks_one_gpu_h200.log")])
+    assert report.findings[0].link == "startup#nccl-invalid-usage"  # Duplicate GPU detected
+    assert report.findings[0].ranks == [0, 1]
+    root = report.root_cause
+    assert root is not None and root["rank"] == 0 and root["host"] == "localhost"
+    assert root["exitcode"] == 1
