@@ -19,10 +19,14 @@ def smi(fakebin, csv: str, xml: str | None = None) -> None:
     fakebin("nvidia-smi", cat_script(*pairs, default="echo no xml >&2; exit 6"))
 
 
+def no_expected_count(monkeypatch) -> None:
+    """No variable tells the probe how many GPUs to expect: it counts what nvidia-smi lists."""
+    for name in ("CUDA_VISIBLE_DEVICES", "SLURM_GPUS_ON_NODE", "TRAINMEDIC_EXPECTED_GPUS"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def test_h100_csv_memory_full_ecc_and_thermal_slowdown(fakebin, monkeypatch):
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.delenv("SLURM_GPUS_ON_NODE", raising=False)
-    monkeypatch.delenv("TRAINMEDIC_EXPECTED_GPUS", raising=False)
+    no_expected_count(monkeypatch)
     smi(fakebin, "query_gpu_h100_synthetic.csv")
     result = run()
     f = result.facts
@@ -181,9 +185,7 @@ def test_parse_xml_rejects_garbage():
 
 def test_real_h200_query_with_the_probe_field_set(fakebin, monkeypatch):
     # recorded on an H200 with the probe's own --query-gpu argv (scripts/device_fixtures.sh)
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    monkeypatch.delenv("SLURM_GPUS_ON_NODE", raising=False)
-    monkeypatch.delenv("TRAINMEDIC_EXPECTED_GPUS", raising=False)
+    no_expected_count(monkeypatch)
     smi(fakebin, "query_gpu_h200.csv")
     result = run()
     f = result.facts
