@@ -4,8 +4,11 @@ Format (see the corpus notes): `tests/corpus/cases/<area>/<slug>.log`, a header 
 lines starting with `# source: URL`, a `# ---` line, then the excerpt verbatim. `expect` is
 `TREE#NODE`, `TREE#?` (the tree is certain, the node is not) or `none` (a healthy log);
 `split` is `tune` (signatures may be tuned on it) or `holdout` (never read while tuning).
-`batch: 2` marks the cases collected after the first signatures were written (all held out): they
-were run blind once, then reported apart (`group`), as the fairest measure of unseen logs.
+`batch: 2` and `batch: 3` mark cases collected after the first signatures were written (all held
+out): each batch was run blind once, then reported apart (`group`), as the fairest measure of
+unseen logs. `reported` is what the thread's author said they saw, in the words of the triage
+entry question (`REPORTED`), taken from the title and opening post, never from the excerpt: it
+feeds `triage --symptom`, which is measured apart from log-only triage.
 Node ids for trees that do not exist yet are listed in `proposed_nodes_*.md`.
 
 Used by the format and floor tests and by `benchmarks/triage_accuracy.py`; scoring only ever
@@ -25,7 +28,9 @@ HERE = Path(__file__).resolve().parent
 CASES = HERE / "cases"
 SEPARATOR = "# ---"
 SPLITS = ("tune", "holdout")
-BATCHES = ("1", "2")
+BATCHES = ("1", "2", "3")
+# What a user can tell triage they saw (the triage tree's first question), `unknown` if unsaid.
+REPORTED = ("hang", "crash", "slow", "diverged", "not-learning", "unknown")
 _HEADER = re.compile(r"^# ([a-z-]+): ?(.*)$")
 _PROPOSED = re.compile(r"^([a-z0-9-]+#[a-z0-9-]+):\s")
 
@@ -56,8 +61,12 @@ class Case:
         return self.header.get("batch", "1")
 
     @property
+    def reported(self) -> str:
+        return self.header.get("reported", "unknown")
+
+    @property
     def group(self) -> str:
-        """`tune`, `holdout` or `holdout-2`: the split, with the later blind batch apart."""
+        """`tune`, `holdout`, `holdout-2`, `holdout-3`: the split, each later blind batch apart."""
         return self.split if self.batch == "1" else f"{self.split}-{self.batch}"
 
     @property
@@ -122,6 +131,8 @@ def format_problems(case: Case) -> list[str]:
         out.append(f"batch must be one of {', '.join(BATCHES)}, not {case.batch!r}")
     elif case.batch != "1" and case.split != "holdout":
         out.append("a later batch is held out: split must be holdout")
+    if case.reported not in REPORTED:
+        out.append(f"reported must be one of {', '.join(REPORTED)}, not {case.reported!r}")
     expect = case.expect
     if expect and expect != "none" and not re.match(r"^[a-z0-9-]+#(?:[a-z0-9-]+|\?)$", expect):
         out.append(f"expect must be TREE#NODE, TREE#? or none, not {expect!r}")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus import format_problems, load_cases, pending, proposed_nodes
+from corpus import format_problems, load_cases, pending, proposed_nodes, read_case
 
 CASES = load_cases()
 
@@ -30,6 +30,16 @@ def test_the_corpus_is_there():
     assert splits["holdout"] >= len(first) // 5 and splits["tune"] >= len(first) // 2
     assert sum(c.batch == "2" for c in CASES) >= 100
     assert sum(c.healthy for c in CASES) >= 10
+
+
+def test_a_bad_header_is_named(tmp_path):
+    path = tmp_path / "oom" / "x.log"
+    path.parent.mkdir()
+    path.write_text("# source: https://example.org/t/1\n# expect: oom#when\n# split: tune\n"
+                    "# batch: 3\n# reported: froze\n# ---\nCUDA out of memory\n", encoding="utf-8")
+    problems = format_problems(read_case(path))
+    assert "a later batch is held out: split must be holdout" in problems
+    assert any(p.startswith("reported must be one of hang, crash") for p in problems), problems
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
