@@ -7,8 +7,9 @@ lines starting with `# source: URL`, a `# ---` line, then the excerpt verbatim. 
 `batch: 2` and `batch: 3` mark cases collected after the first signatures were written (all held
 out): each batch was run blind once, then reported apart (`group`), as the fairest measure of
 unseen logs. `reported` is what the thread's author said they saw, in the words of the triage
-entry question (`REPORTED`), taken from the title and opening post, never from the excerpt: it
-feeds `triage --symptom`, which is measured apart from log-only triage.
+entry question (`REPORTED`), taken from the thread's title only (the corpus keeps no opening
+post), never from the excerpt or the expected node; held-out cases were labelled from an opaque id
+and the title alone. It feeds `triage --symptom`, which is measured apart from log-only triage.
 Node ids for trees that do not exist yet are listed in `proposed_nodes_*.md`.
 
 Used by the format and floor tests and by `benchmarks/triage_accuracy.py`; scoring only ever
