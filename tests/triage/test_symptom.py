@@ -216,6 +216,9 @@ def test_json_with_a_symptom_validates_and_says_how_it_was_used(capsys):
     data = json.loads(capsys.readouterr().out)
     jsonschema.validate(data, SCHEMAS["triage"])
     assert data["symptom"]["given"] == "hang" and data["symptom"]["used"] == "outranked"
+    assert reported.SymptomUse.from_dict(data["symptom"]).to_dict() == data["symptom"]
+    assert reported.SymptomUse.from_dict({"given": "froze"}) is None
+    assert Finding.from_dict(data["findings"][1]).fits_symptom is True
     assert [f["fits_symptom"] for f in data["findings"]][:2] == [False, True]
 
 

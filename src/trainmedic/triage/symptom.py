@@ -93,6 +93,14 @@ class SymptomUse:
         return {"given": self.given, "said": self.said, "used": self.used,
                 "summary": self.summary}
 
+    @classmethod
+    def from_dict(cls, data: object) -> SymptomUse | None:
+        """What `to_dict()` wrote; None for anything without a known symptom."""
+        if not isinstance(data, dict) or data.get("given") not in SYMPTOMS:
+            return None
+        return cls(str(data["given"]), str(data.get("said") or ""),
+                   str(data.get("used") or ""), str(data.get("summary") or ""))
+
 
 def from_walk(path: Sequence[Any]) -> str | None:
     """The symptom a walk's answer to the entry question means (`path`: the refs visited, each
@@ -277,12 +285,15 @@ def _tail(name: str, first: int, data: bytes, *, cut: bool,
 def tails_of(sources: Iterable[Any], clean: Callable[[str], str]) -> list[Tail]:
     """The ends of the logs read (plain files and text in memory; stdin and .gz are read once,
     so they are not refined)."""
+    from trainmedic.textsafe import inert_line
+
     out = []
     for source in sources:
+        name = inert_line(source.name)  # as the scanner shows it
         if source.data is not None:
-            out.append(tail_of_bytes(source.name, source.data, clean))
+            out.append(tail_of_bytes(name, source.data, clean))
         elif source.path is not None and source.path != "-" and not source.gz:
-            tail = tail_of_file(source.name, source.path, clean)
+            tail = tail_of_file(name, source.path, clean)
             if tail is not None:
                 out.append(tail)
     return out
