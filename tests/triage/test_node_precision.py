@@ -95,3 +95,26 @@ def test_sigkill_without_a_cuda_message_is_host_memory():
     assert top(tune("oom/host_ram_exit9_single_line_selfrag_83.log")) == "oom#host-ram"
     assert top(tune("oom/host_ram_deepspeed_launcher_minus9_colab_deepspeed_3232.log")) == \
         "oom#host-ram"
+
+
+def test_a_nan_with_no_grad_norm_in_the_log_stays_at_the_question():
+    """The tree asks what the grad norm did before the NaN: a log that never prints it cannot
+    answer, so a mid-run NaN stays at nan-loss (an HF dict, and a plain `iteration=N loss=X`)."""
+    assert top(tune("loss-spike/ppo_loss_nan_on_some_steps_chatglm_tuning_49.log")) == \
+        "loss-spike#nan-loss"
+    assert top(tune("loss-spike/info_iteration_loss_nan_after_865_insta_17.log")) == \
+        "loss-spike#nan-loss"
+
+
+def test_a_nan_at_the_second_step_that_stays_is_born_not_grown():
+    """`step:2(2) total_loss:nan` after one finite step: nothing had time to grow."""
+    report = triage_text(tune("loss-spike/nan_loss_step2_ring_attention_opentau_300.log"))
+    assert report.findings[0].link == "loss-spike#nan-source"
+    assert [p[0] for p in report.loss.points] == [1, 2]
+
+
+def test_a_loss_that_ran_away_before_the_nan_points_at_exploding_updates():
+    """37 -> -403 -> -801 -> nan with no grad norm printed (`02000 iter, ..., loss X`)."""
+    report = triage_text(tune("loss-spike/loss_diverges_negative_then_nan_clip_fixes_hake_34.log"))
+    assert report.findings[0].link == "loss-spike#grad-norm-explosion"
+    assert [p[0] for p in report.loss.points][:3] == [0, 2000, 4000]

@@ -188,6 +188,7 @@ class SeriesAnalyzer:
         self._open: Spike | None = None
         self._nan: NanRun | None = None
         self._prev_step: int | None = None
+        self._finite = 0  # finite losses so far
         self._loss_buckets = _Buckets()
         self._time_buckets = _Buckets()
         self._startup = True
@@ -255,8 +256,11 @@ class SeriesAnalyzer:
                     bad, iters, exact = "grad norm", (nan_iters or 1), bool(nan_iters) or (
                         self.interval == 1)
             else:
+                a.grad_finite += 1
                 self._grad_point(step, grad, where)
         if bad:
+            if a.finite_before_nan is None:
+                a.finite_before_nan = self._finite
             self._nan_point(step, bad, iters, exact, where)
             if loss is not None and loss == 0.0 and grad is not None and not math.isfinite(grad):
                 a.last_zero_loss_with_nan_grad = True
@@ -267,6 +271,7 @@ class SeriesAnalyzer:
         if loss is not None:
             self._count(step, loss)
             if math.isfinite(loss):
+                self._finite += 1
                 self._loss_point(step, prev, loss, where)
                 if not bad:
                     a.last_zero_loss_with_nan_grad = False
@@ -277,6 +282,7 @@ class SeriesAnalyzer:
         """Recent grad norms of a block whose maximum was below the threshold: the level
         follows them without every value of the block being converted."""
         det = self._grad
+        self.a.grad_finite += len(values)
         det.win.extend(values)
         det.refresh()
 
@@ -497,6 +503,7 @@ class SeriesAnalyzer:
         n = len(c)
         base = a.count
         a.count += n
+        self._finite += n
         a.last_step, a.last_loss = s[-1], c[-1]
         self._prev_step = s[-1]
         loss_det.win.extend(c)
@@ -504,6 +511,7 @@ class SeriesAnalyzer:
         if loss_det.stale >= REFRESH:
             loss_det.refresh()
         if g is not None:
+            a.grad_finite += n
             self._grad.win.extend(g)
             self._grad.stale += n
             if self._grad.stale >= REFRESH:

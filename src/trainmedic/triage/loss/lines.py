@@ -12,7 +12,8 @@ Formats (detected from content, each line on its own):
 - OpenMMLab's mmengine runner (`Epoch(train)  [E][ i/n]  ...  grad_norm: G  loss: X` or
   `Iter(train) [ i/n]`), the epoch's batches added up into a global step;
 - torchtitan (`step: N  loss: X  grad_norm: G`), DLLogger (`DLLL {...}` JSON lines), and plain
-  `step 100 loss 2.3` / `Iter 25: Train loss 1.59` lines;
+  `step 100 loss 2.3` / `Iter 25: Train loss 1.59` / `step:2(2) total_loss:nan` /
+  `02000 iter, average time 0.63, loss 1.2` lines;
 - torchvision's reference scripts (`Epoch: [E]  [ i/n]  eta: ...  lr: X  loss: Y (avg)`) and
   one line per epoch (`Epoch: 3, Loss: 2.30`, `Epoch 85/300: 100%|...| ..., Loss 6.27, ...`);
 - Keras `fit` (`Epoch 2/100` then `89595/89595 [=====] - 8s - loss: 5.7257 - acc: 0.6448`).
@@ -37,8 +38,13 @@ _LIGHTNING = re.compile(r"^\s*Epoch (\d+):[^|\[]*(?:\|[^|]*\|\s*(\d+)/(\d+)|:\s*
                         r"\[([^\]]*)")
 _POSTFIX = re.compile(r"([A-Za-z_][\w/.%]*)=(" + NUM + r")")
 _PLAIN = re.compile(
-    r"\b(?:step|iter|iteration|global_step)\b\s*[:=#]?\s*(\d+)\b.*?\b(?:train[_ ])?loss\b"
-    r"\s*[:=]?\s*(" + NUM + r")", re.I,
+    r"\b(?:step|iter|iteration|global_step)\b\s*[:=#]?\s*(\d+)\b.*?\b(?:(?:train|total)[_ ])?"
+    r"loss\b\s*[:=]?\s*(" + NUM + r")", re.I,
+)
+# the count before the word: "000 epoch, 02000 iter, average time 0.63, loss -403.43"
+_PLAIN_AFTER = re.compile(
+    r"(?<![\w.])(\d+)\s+(?:iter|iters|iteration|step)\b.*?\b(?:(?:train|total)[_ ])?"
+    r"loss\b\s*[:=]?\s*(" + NUM + r")", re.I,
 )
 _PLAIN_GRAD = re.compile(r"\bgrad[_ ]?norm\b\s*[:=]?\s*(" + NUM + r")", re.I)
 _TITAN = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(" + NUM + r")(?:\s+grad_norm:\s*(" + NUM + r"))?")
@@ -230,7 +236,7 @@ class LineReader:
                 self.s.point(step, float(loss.group(1)),
                              grad=parse_float(g.group(1)) if g else None, where=where)
                 return True
-        m = _PLAIN.search(text)
+        m = _PLAIN.search(text) or _PLAIN_AFTER.search(text)
         if m:
             self._fmt("plain", lineno)
             g = _PLAIN_GRAD.search(text)

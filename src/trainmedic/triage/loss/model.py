@@ -258,6 +258,10 @@ class LossAnalysis:
     # a run that cannot learn; internal to the lr-zero analysis, not part of the report
     lr_zero_tail: int = 0
     grad_zero_tail: int = 0
+    # finite grad-norm readings, and finite losses logged before the first NaN: whether the log
+    # can say what the grad norm did before a NaN (internal to the loss-nan outcome, not reported)
+    grad_finite: int = 0
+    finite_before_nan: int | None = None
     notes: list[str] = field(default_factory=list)
 
     # -- views the report and screens use -------------------------------------------------
