@@ -69,3 +69,14 @@ def test_whole_iteration_and_wait_fields():
         f"  data_wait_time: {w:.3f}({w:.3f})  loss: 1.46 (1.46)"
         for i, (t, w) in enumerate([(2.0, 1.5), (2.1, 1.6), (1.9, 1.4), (2.0, 1.5)]))
     assert triage_text(lines).findings[0].link == "slow-training#dataloader"
+
+
+def test_a_stall_on_the_first_line_of_a_mid_run_excerpt_counts():
+    """LeRobot's `step:9 ... updt_s:0.302 data_s:13.330`: the excerpt starts at step 9, so its
+    first reading is no worker start-up (tune corpus)."""
+    from .test_node_precision import tune
+
+    text = tune("slow-training/data_s_13s_vs_update_0_3s_lerobot_1488.log")
+    f = triage_text(text).findings[0]
+    assert (f.link, f.signature) == ("slow-training#dataloader", "data-wait")
+    assert f.details["longest"] == 13.33

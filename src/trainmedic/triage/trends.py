@@ -42,12 +42,13 @@ _DATA_TIME = re.compile(r"\btime:\s*(" + _NUM + r")\s+data_time:\s*(" + _NUM + r
 # forward-backward
 _MEG_BATCH = re.compile(r"batch-generator: (" + _NUM + r")")
 _MEG_FB = re.compile(r"forward-backward: (" + _NUM + r")")
+_STEP = re.compile(r"\b(?:step|iter|iteration)\b\s*[:=]?\s*(\d{1,12})\b", re.I)
 DATA_MIN_POINTS = 3
 DATA_SHARE = 0.4  # the median share of an iteration spent waiting for data that is a finding
 # A few long stalls also starve the GPUs while the median stays low: a step that waits at least
 # STALL_RATIO times its own compute time (and STALL_MIN seconds) for its batch, with the waits
 # taking at least STALL_SHARE of all the time read. The first reading is left out: the workers
-# are still starting.
+# are still starting (unless its line names a later step: the excerpt begins mid-run).
 STALL_RATIO, STALL_MIN, STALL_SHARE = 10.0, 2.0, 0.5
 # other trainers print the wait and the step as separate fields: the wait first, then the
 # compute alone (`load_data_time: 19.6, train_step_time: 0.686`, `updt_s:0.302 data_s:13.330`)
@@ -69,6 +70,7 @@ class StepTimes:
     data: list[float] = field(default_factory=list)  # data_time / time per reading (bounded)
     data_lines: list[tuple[str, int, str]] = field(default_factory=list)  # first and last
     waits: list[tuple[float, float]] = field(default_factory=list)  # (wait, whole step) seconds
+    first_mid_run: bool = False  # the first wait reading names a step after the first
 
     def feed(self, text: str, file: str, lineno: int) -> bool:
         if "data_time: " in text and "load_data_time" not in text:
@@ -106,6 +108,9 @@ class StepTimes:
             return False
         if s <= 0 or len(self.data) >= MAX_POINTS:
             return True
+        if not self.data:
+            m = _STEP.search(text)
+            self.first_mid_run = m is not None and int(m.group(1)) > 1
         self.data.append(min(1.0, w / s))
         self.waits.append((w, max(w, s)))
         where = (file, lineno, text.strip()[:500])
@@ -122,7 +127,7 @@ class StepTimes:
         share = median(self.data)
         if share >= DATA_SHARE:
             return {"share": share, "points": len(self.data)}
-        rest = self.waits[1:]
+        rest = self.waits if self.first_mid_run else self.waits[1:]
         stalls = [w for w, s in rest if w >= STALL_MIN and w >= STALL_RATIO * (s - w)]
         total = sum(s for _w, s in rest)
         if stalls and total > 0 and sum(w for w, _s in rest) / total >= STALL_SHARE:
