@@ -80,3 +80,23 @@ def test_a_stall_on_the_first_line_of_a_mid_run_excerpt_counts():
     f = triage_text(text).findings[0]
     assert (f.link, f.signature) == ("slow-training#dataloader", "data-wait")
     assert f.details["longest"] == 13.33
+
+
+def test_average_meter_time_and_data_columns():
+    """PyTorch's ImageNet example prints `Time 37.476 (37.476)  Data 37.276 (37.276)`: the
+    first batch of every epoch waits for the workers (tune corpus)."""
+    from .test_node_precision import tune
+
+    case = "slow-training/imagenet_example_first_batch_of_epoch_waits_38s_pytorch_8371.log"
+    f = triage_text(tune(case)).findings[0]
+    assert (f.link, f.signature) == ("slow-training#dataloader", "data-wait")
+    assert f.details["longest"] == 38.848
+
+
+def test_time_and_data_time_fields_with_dashes_between():
+    """`... - time: 12.9244 - data_time: 12.4863 - lr: ...` (a detectron2-style printer)."""
+    from .test_node_precision import tune
+
+    f = triage_text(tune("slow-training/effdet_data_time_12s_stall_high_res_images_322.log")
+                    ).findings[0]
+    assert f.link == "slow-training#dataloader" and f.details["longest"] == 12.4863

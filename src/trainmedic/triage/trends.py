@@ -5,7 +5,10 @@ Slow training often shows only as a trend: the time per step (or epoch) climbs s
 fixed workload. The readers take the common forms: Megatron's timer lines (`forward-compute` +
 `backward-compute`), `time this epoch=`, `time(s):`,
 `Iteration duration:`; Megatron's `elapsed time per iteration` is the loss package's
-(`step-time-regression`). Bounded: the series is kept at most `MAX_POINTS` long by halving.
+(`step-time-regression`). The wait for data is read where a line prints it next to the step
+time (mmengine/detectron2 `time:`/`data_time:`, `data_s:`/`updt_s:`, AverageMeter
+`Time`/`Data` columns, Megatron's batch-generator timer). Bounded: the series is kept at most
+`MAX_POINTS` long by halving.
 
 A loss that does not move at all - the same value, step after step - means the model is not
 learning (a plateau at the loss of a uniform guess, or no update at all). It is read from the
@@ -22,7 +25,7 @@ from typing import Any
 # Megatron's timer summary line ("time (ms) | forward-compute: ..."), not the per-rank timer
 # lines that repeat on every step of a long log
 NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:", "data_time: ",
-           "load_data_time", "data_wait_time", " data_s:")
+           "load_data_time", "data_wait_time", " data_s:", ")\tData ", ") Data ", ") Batch ")
 MAX_POINTS = 512
 MIN_POINTS = 4
 CREEP_RATIO = 1.15  # the last third's median step time over the first third's
@@ -37,7 +40,15 @@ _READERS = (
 )
 _TIMERS = re.compile(r"(?:forward|backward)-compute: (" + _NUM + r")")
 # mmengine/mmcv and detectron2 print the iteration time and, inside it, the wait for the batch
-_DATA_TIME = re.compile(r"\btime:\s*(" + _NUM + r")\s+data_time:\s*(" + _NUM + r")")
+# (some printers put " - " or ", " between the fields)
+_DATA_TIME = re.compile(r"\btime:\s*(" + _NUM + r")\s*[-,|]?\s*data_time:\s*(" + _NUM + r")")
+# AverageMeter columns, the current value then the running average: PyTorch's ImageNet example
+# (`Time 0.791 (2.189)  Data 0.677 (2.070)`) and semantic-segmentation trainers built on it
+# (`Data 0.002 (0.574) Batch 0.818 (3.887)`)
+_METER_TIME_DATA = re.compile(r"\bTime\s+(" + _NUM + r")\s+\(" + _NUM + r"\)\s+Data\s+("
+                              + _NUM + r")\s+\(")
+_METER_DATA_BATCH = re.compile(r"\bData\s+(" + _NUM + r")\s+\(" + _NUM + r"\)\s+Batch\s+("
+                               + _NUM + r")\s+\(")
 # Megatron's one-line timer summary (--timing-log-level 2): batch-generator is inside
 # forward-backward
 _MEG_BATCH = re.compile(r"batch-generator: (" + _NUM + r")")
@@ -76,6 +87,13 @@ class StepTimes:
         if "data_time: " in text and "load_data_time" not in text:
             m = _DATA_TIME.search(text)
             return self._data(m.group(2), m.group(1), file, lineno, text) if m else False
+        if "Data " in text and ("Time " in text or "Batch " in text):
+            m = _METER_TIME_DATA.search(text)
+            if m:
+                return self._data(m.group(2), m.group(1), file, lineno, text)
+            m = _METER_DATA_BATCH.search(text)
+            if m:
+                return self._data(m.group(1), m.group(2), file, lineno, text)
         if "data_wait_time" in text or "load_data_time" in text or " data_s:" in text:
             pair = _wait_fields(text)
             return self._data(*pair, file, lineno, text) if pair else False
