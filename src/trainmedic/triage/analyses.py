@@ -31,6 +31,7 @@ ANALYSES = frozenset(LOSS_ANALYSES) | frozenset(RANK_ANALYSES.values()) | frozen
 
 
 RUNAWAY_RATIO = 10.0  # the loss's size before a NaN, against its first logged size
+EARLY_STEP, EARLY_EPOCH = 10, 0.01  # a first logged point this early is the start of the run
 
 
 def loss_outcome(name: str, loss: LossAnalysis) -> str | None:
@@ -38,20 +39,26 @@ def loss_outcome(name: str, loss: LossAnalysis) -> str | None:
     did the grad norm and the loss scale do before the NaN?" only where the log can:
     - `sudden`: steps with a finite loss came before it, the grad norm was logged and neither
       exploded nor went NaN first, the fp16 scale held; or the NaN came at the first or second
-      logged step and stayed (nothing had time to grow): the tree then asks where the NaN was
-      born;
+      logged step of the run and stayed (nothing had time to grow): the tree then asks where
+      the NaN was born;
     - `runaway`: the grad norm is not logged, but the loss itself ran away before the NaN (its
       size grew tenfold, rising at each of the last points): what exploding updates look like;
     - None: the log does not print the grad norm, so the question stays open."""
     if name != "loss-nan":
         return None
-    nan_seen = loss.nan_count or loss.missing_loss_steps
-    if not nan_seen or loss.count < 2 or loss.grad_explosions or loss.grad_norm_nan_count \
-            or loss.loss_scale_collapsed:
+    nan_seen = loss.nan_count or loss.missing_loss_steps or loss.grad_norm_nan_count
+    if not nan_seen or loss.count < 2 or loss.grad_explosions or loss.loss_scale_collapsed:
         return None
-    early = loss.finite_before_nan is not None and loss.finite_before_nan <= 1 \
-        and loss.last_loss is not None and loss.last_loss != loss.last_loss  # and it stays
-    if loss.grad_finite >= 2 or early:
+    stays = (loss.last_loss is not None and loss.last_loss != loss.last_loss) or (
+        loss.grad_norm_nan_count >= 2 and not loss.grad_finite)  # the grad norm never finite
+    # the excerpt starts with the run (a step or HF epoch near 0), not somewhere in its middle
+    at_start = (loss.first_epoch is not None and loss.first_epoch <= EARLY_EPOCH) or (
+        loss.first_epoch is None and loss.first_step is not None and loss.first_step <= EARLY_STEP)
+    if loss.finite_before_nan is not None and loss.finite_before_nan <= 1 and stays and at_start:
+        return "sudden"
+    if loss.grad_norm_nan_count:
+        return None  # the grad norm went NaN on its way: the question stays open
+    if loss.grad_finite >= 2:
         return "sudden"
     if loss.nan_runs and _ran_away([v for s, v in loss.points if s < loss.nan_runs[0].start]):
         return "runaway"

@@ -549,10 +549,26 @@ class SeriesAnalyzer:
             return
         self.finished = True
         self._nan = None
+        self._forgive_startup_overflow()
         self.a.divergence = self._divergence()
         self.a.step_time = self._step_time()
         for sp in self.a.spikes:
             sp.checkpoint_before = self.a.checkpoint_before(sp.first_bad or sp.start)
+
+    def _forgive_startup_overflow(self) -> None:
+        """A NaN grad norm on the first logged point only, with finite grad norms after it and
+        never a NaN loss: the step was skipped (an fp16 loss scaler's first overflow, the
+        scale still searching down), so it is no NaN event."""
+        a = self.a
+        runs = a.nan_runs
+        if (len(runs) == 1 and runs[0].what == "grad norm" and runs[0].points == 1
+                and a.finite_before_nan == 0 and a.nan_points == 0 and a.grad_finite >= 1
+                and a.grad_norm_nan_count == 1 and a.count >= 2):
+            a.nan_iterations -= runs[0].iterations
+            a.nan_runs = []
+            a.grad_norm_nan_count = 0
+            a.startup_grad_overflow = True
+            self.evidence.pop("loss-nan", None)
 
     def _divergence(self) -> Trend | None:
         rows = self._loss_buckets.means()

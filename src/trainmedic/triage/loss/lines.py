@@ -10,7 +10,8 @@ Formats (detected from content, each line on its own):
 - PyTorch Lightning / NeMo 1 progress bars (`Epoch E: ...| i/n [..., train_loss=...]`): the bar
   counts batches per epoch, so the global step adds up the epochs (or reads `global_step=`);
 - OpenMMLab's mmengine runner (`Epoch(train)  [E][ i/n]  ...  grad_norm: G  loss: X` or
-  `Iter(train) [ i/n]`), the epoch's batches added up into a global step;
+  `Iter(train) [ i/n]`) and the mmcv 1.x runner before it (`Epoch [E][i/n]  lr: ..., loss: X,
+  grad_norm: G`), the epoch's batches added up into a global step;
 - torchtitan (`step: N  loss: X  grad_norm: G`), DLLogger (`DLLL {...}` JSON lines), and plain
   `step 100 loss 2.3` / `Iter 25: Train loss 1.59` / `step:2(2) total_loss:nan` /
   `02000 iter, average time 0.63, loss 1.2` lines;
@@ -49,6 +50,9 @@ _PLAIN_AFTER = re.compile(
 _PLAIN_GRAD = re.compile(r"\bgrad[_ ]?norm\b\s*[:=]?\s*(" + NUM + r")", re.I)
 _TITAN = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(" + NUM + r")(?:\s+grad_norm:\s*(" + NUM + r"))?")
 _MMENGINE = re.compile(r"\b(Epoch|Iter)\(train\)\s*(?:\[\s*(\d+)\])?\s*\[\s*(\d+)/(\d+)\]")
+# mmcv 1.x runners (OpenMMLab before mmengine):
+# `Epoch [1][100/62598]\tlr: ..., loss: X, grad_norm: G`
+_MMCV = re.compile(r"\bEpoch \[(\d+)\]\[\s*(\d+)/(\d+)\]")
 _MM_LOSS = re.compile(r"(?<![\w.])loss:\s*(" + NUM + r")")
 _MM_GRAD = re.compile(r"\bgrad_norm:\s*(" + NUM + r")")
 _DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)")
@@ -225,6 +229,16 @@ class LineReader:
             if m:
                 self._interval(m.group(1), int(m.group(2)))
                 return True
+        if "Epoch [" in text:
+            m = _MMCV.search(text)
+            loss = _MM_LOSS.search(text) if m else None
+            if m and loss:
+                self._fmt("mmcv", lineno)
+                i, n = int(m.group(2)), int(m.group(3))
+                g = _MM_GRAD.search(text)
+                self.s.point((int(m.group(1)) - 1) * n + i, float(loss.group(1)),
+                             grad=parse_float(g.group(1)) if g else None, where=where)
+                return True
         if "(train)" in text:
             m = _MMENGINE.search(text)
             loss = _MM_LOSS.search(text) if m else None
@@ -371,6 +385,8 @@ class LineReader:
         extra = dict(_HF_FIELD.findall(text))
         self._hf_index += 1
         grad = parse_float(extra["grad_norm"]) if "grad_norm" in extra else None
+        if "epoch" in extra and self.a.first_epoch is None:
+            self.a.first_epoch = parse_float(extra["epoch"])
         if "learning_rate" in extra:
             self.learning_rate(parse_float(extra["learning_rate"]), grad)
         record = (float(loss), grad, where)
