@@ -231,24 +231,13 @@ class LineReader:
                 return True
         if "Epoch [" in text:
             m = _MMCV.search(text)
-            loss = _MM_LOSS.search(text) if m else None
-            if m and loss:
-                self._fmt("mmcv", lineno)
-                i, n = int(m.group(2)), int(m.group(3))
-                g = _MM_GRAD.search(text)
-                self.s.point((int(m.group(1)) - 1) * n + i, float(loss.group(1)),
-                             grad=parse_float(g.group(1)) if g else None, where=where)
+            if m and self._openmmlab("mmcv", int(m.group(1)), int(m.group(2)), int(m.group(3)),
+                                     text, where):
                 return True
         if "(train)" in text:
             m = _MMENGINE.search(text)
-            loss = _MM_LOSS.search(text) if m else None
-            if m and loss:
-                self._fmt("mmengine", lineno)
-                i, n = int(m.group(3)), int(m.group(4))
-                step = (int(m.group(2)) - 1) * n + i if m.group(2) else i
-                g = _MM_GRAD.search(text)
-                self.s.point(step, float(loss.group(1)),
-                             grad=parse_float(g.group(1)) if g else None, where=where)
+            if m and self._openmmlab("mmengine", int(m.group(2)) if m.group(2) else None,
+                                     int(m.group(3)), int(m.group(4)), text, where):
                 return True
         m = _PLAIN.search(text) or _PLAIN_AFTER.search(text)
         if m:
@@ -258,6 +247,18 @@ class LineReader:
             self.s.point(int(m.group(1)), float(m.group(2)), grad=grad, where=where)
             return True
         return False
+
+    def _openmmlab(self, fmt: str, epoch: int | None, i: int, n: int, text: str,
+                   where: Where) -> bool:
+        """An OpenMMLab runner line (`[E][i/n]`): the epoch's batches add up to a global step."""
+        loss = _MM_LOSS.search(text)
+        if loss is None:
+            return False
+        self._fmt(fmt, where[1])
+        g = _MM_GRAD.search(text)
+        self.s.point((epoch - 1) * n + i if epoch is not None else i, float(loss.group(1)),
+                     grad=parse_float(g.group(1)) if g else None, where=where)
+        return True
 
     def _epoch_line(self, text: str, where: Where) -> bool:
         """torchvision's MetricLogger lines, or one summary line per epoch."""
