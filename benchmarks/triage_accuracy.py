@@ -2,7 +2,8 @@
 
 For each real case, the top finding of `triage` on its excerpt is compared with the case's
 expected `tree#node`: tree-level (the right tree), node-level (the right node, over the cases
-whose expected node exists), and for the healthy logs the false-alarm rate (any finding at all).
+whose expected node exists), both over incidents only, and for the healthy logs, apart, the
+false-alarm rate (any finding at all).
 Cases whose tree is not in the forest yet are counted as pending, by area. Groups: `tune` (the
 signatures were written against it), `holdout` (batch 1, never read while tuning) and `holdout-2`
 (batch 2: collected later, run blind once, then reported apart), and any later blind batch

@@ -148,7 +148,8 @@ def format_problems(case: Case) -> list[str]:
 
 @dataclass
 class Score:
-    """Tree-level and node-level hits over the cases whose tree exists."""
+    """Tree-level and node-level hits over the incidents whose tree exists; healthy logs only
+    count as false alarms or not."""
 
     cases: int = 0
     tree_hits: int = 0
@@ -182,10 +183,10 @@ def judge(case: Case, links: list[str], trees: dict[str, set[str]]) -> Score | N
     score = Score()
     top = links[0] if links else None
     if case.healthy:
-        score.cases = score.healthy = 1
+        # counted apart: a silent healthy log is not a hit in the tree or node rate (it was,
+        # until 2026-11-30, which lifted every rate by the share of healthy logs)
+        score.healthy = 1
         alarm = bool(links)
-        score.tree_hits = score.node_hits = int(not alarm)
-        score.node_cases = 1
         score.false_alarms = int(alarm)
         if alarm:
             score.misses.append(f"{case.name}: false alarm {top}")
