@@ -5,8 +5,8 @@ expected `tree#node`: tree-level (the right tree), node-level (the right node, o
 whose expected node exists), both over incidents only, and for the healthy logs, apart, the
 false-alarm rate (any finding at all).
 Cases whose tree is not in the forest yet are counted as pending, by area. Groups: `tune` (the
-signatures were written against it), `holdout` (batch 1, never read while tuning) and `holdout-2`
-(batch 2: collected later, run blind once, then reported apart), and any later blind batch
+signatures were written against it), `holdout` (batch 1, never read while tuning), `tune-2`
+(batch 2: collected later, run blind once, then opened for tuning) and any later blind batch
 (`holdout-3`, ...) as its own group. The target: >= 95% tree-level, >= 80% node-level, 0 false
 alarms.
 
@@ -18,8 +18,8 @@ their false alarms are the first table's.
     python benchmarks/triage_accuracy.py [--trees DIR] [--group G] [--log-only]
                                          [--misses [--symptom]]
 
-`--misses` lists the tune cases that miss (log only; with `--symptom`, with the reported
-symptom); holdout cases are only ever counted.
+`--misses` lists the tune cases (batch 2's included) that miss (log only; with `--symptom`, with
+the reported symptom); holdout cases are only ever counted.
 """
 
 from __future__ import annotations
@@ -86,10 +86,10 @@ def _pct(hits: int, total: int) -> str:
 
 
 def _groups(scores: Scores) -> list[str]:
-    """tune, holdout, holdout-2, holdout-3, ...: every group present, in that order."""
+    """tune, holdout, tune-2, holdout-3, ...: every group present, by batch."""
     found = {group for group, _area in scores}
-    later = sorted((g for g in found if g.startswith("holdout-")),
-                   key=lambda g: int(g.partition("-")[2]) if g.partition("-")[2].isdigit() else 0)
+    later = sorted((g for g in found if g.partition("-")[2].isdigit()),
+                   key=lambda g: int(g.partition("-")[2]))
     return [g for g in ("tune", "holdout") if g in found] + later
 
 
@@ -133,7 +133,7 @@ def main() -> int:
     ap.add_argument("--log-only", action="store_true",
                     help="only the first table (no run with the reported symptom)")
     ap.add_argument("--group", action="append", default=[], metavar="GROUP",
-                    help="only this group (tune, holdout, holdout-2, ...); repeatable")
+                    help="only this group (tune, holdout, tune-2, holdout-3, ...); repeatable")
     args = ap.parse_args()
     scores, said, waiting, seconds = evaluate(args.trees, symptoms=not args.log_only,
                                               groups=tuple(args.group))
@@ -159,7 +159,7 @@ def main() -> int:
         which = said if args.symptom else scores
         print(f"\ntune misses{' with the reported symptom' if args.symptom else ''}:")
         for (split, _area), sc in sorted(which.items()):
-            if split == "tune":
+            if split.partition("-")[0] == "tune":
                 for miss in sc.misses:
                     print("  " + miss)
     return 0
