@@ -1,7 +1,8 @@
 """The sharding and moe trees, and the issue-14 item-8 nodes added to five existing trees.
 
 Each corpus case under tests/corpus/cases/{sharding,moe} names the node it expects in its
-`expect:` header; those nodes must exist and be fixes. The knowledge checks below pin the facts
+`expect:` header; those nodes must exist and be fixes (`TREE#?`, "the node is not certain", aside).
+The knowledge checks below pin the facts
 that were verified upstream and are easy to lose in an edit (a flag that does not exist, a
 version boundary, an exit code).
 """
@@ -76,12 +77,16 @@ def _text(fix: Fix) -> str:
 @pytest.mark.parametrize("area", NEW_TREES)
 def test_every_corpus_case_names_a_fix_of_its_tree(forest, area):
     cases = _cases(area)
-    assert len(cases) >= 8, f"{area}: only {len(cases)} real cases"
+    named = 0
     for path in cases:
         tree_id, _, node_id = _expect(path).partition("#")
         assert tree_id == area, path.name
+        if node_id == "?":  # the corpus format's "the tree is certain, the node is not"
+            continue
         node = forest.trees[tree_id].nodes.get(node_id)
         assert isinstance(node, Fix), f"{path.name}: {tree_id}#{node_id} is not a fix"
+        named += 1
+    assert named >= 8, f"{area}: only {named} real cases name a fix"
 
 
 @pytest.mark.parametrize("tree_id", NEW_TREES)
