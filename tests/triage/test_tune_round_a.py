@@ -62,6 +62,24 @@ def first(text: str):
     # a batch that does not split into micro-batches, in "not a multiple of" words
     ("startup/batch_size_dpo_data_dict_not_multiple_microbatch_nemo_rl_355.log",
      "batch-size", "startup#batch-size"),
+    # dynamo's warning for the accumulated limit (all frames of one function)
+    ("compile/accumulated_recompile_limit_256_windows_offload_wan2gp_653.log",
+     "dynamo-recompile-limit", "compile#recompile-limit"),
+    # Inductor's own raise in a traceback logged as dynamo's warning (error line cut off)
+    ("compile/inductor_error_compile_fx_warning_fallback_seedvr2_507.log",
+     "backend-compiler-failed", "compile#backend-compiler-failed"),
+    # NVSHMEM's IBGDA transport failing at init under DeepEP
+    ("moe/nvshmem_ibgda_unable_to_create_ah_dct_deepep_b300_bridge_5050.log",
+     "nvshmem-transport-init", "moe#ep-dispatch-timeout"),
+    # the main process' frame waiting on the loader's worker queue (error line cut off)
+    ("data-pipeline/dataloader_timeout_azure_data_lake_wrapped_pytorch_33296.log",
+     "dataloader-queue-wait-frame", "data-pipeline#symptom"),
+    # a Ctrl-C traceback and nothing else: the user stopped a job that froze
+    ("nccl-hang/allennlp_worker_completed_entire_epoch_then_hang_5030.log",
+     "user-interrupt", "nccl-hang#silent-hang"),
+    # rank 7's watchdog says it is blocked in NCCL/CUDA: it is in the hang, not silent
+    ("nccl-hang/timeout_then_watchdog_stuck_allgather_arctic_219.log",
+     "nccl-watchdog-timeout", "nccl-hang#watchdog-timeout"),
 ])
 def test_tune_case_goes_to_its_node(case: str, signature: str, link: str) -> None:
     finding = first(tune(case))
@@ -93,3 +111,15 @@ def test_nccl_init_return_chain_alone_is_no_cuda_failure():
 def test_a_head_count_that_is_not_a_multiple_is_not_a_batch_size_error():
     line = "ValueError: hidden_size (4096) is not a multiple of the number of attention heads (48)"
     assert all(f.signature != "batch-size" for f in triage_text(line).findings)
+
+
+def test_a_rank_whose_watchdog_is_stuck_is_not_counted_as_silent():
+    report = triage_text(tune("nccl-hang/timeout_then_watchdog_stuck_allgather_arctic_219.log"))
+    assert all(f.signature != "rank-silent" for f in report.findings)
+    stuck = next(f for f in report.findings if f.signature == "nccl-watchdog-stuck")
+    assert stuck.ranks == [7]
+
+
+def test_code_that_catches_keyboardinterrupt_is_no_interrupt():
+    found = triage_text("    except KeyboardInterrupt:\n        pass").findings
+    assert all(f.signature != "user-interrupt" for f in found)
