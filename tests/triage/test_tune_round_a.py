@@ -7,22 +7,11 @@ them verbatim, or are counter-examples of a neighbouring message.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from trainmedic.triage import triage_text
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-sys.path.insert(0, str(CORPUS))
-from corpus import read_case  # noqa: E402
-
-
-def tune(relative: str) -> str:
-    case = read_case(CORPUS / "cases" / relative)
-    assert case.split == "tune"
-    return case.excerpt
+from .test_node_precision import tune  # a tune case's excerpt (refuses holdout cases)
 
 
 def first(text: str):
