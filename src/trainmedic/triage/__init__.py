@@ -22,7 +22,7 @@ from trainmedic.triage.report import Evidence, Finding, TriageReport
 def _finish(scanner, skipped: list[tuple[str, str]] | None = None, *, symptom=None,
             sources=()) -> TriageReport:
     from trainmedic.textsafe import inert_line
-    from trainmedic.triage.ranking import build_findings
+    from trainmedic.triage.ranking import build_findings, stuck_ranks
 
     scanner.finish()
     root = scanner.launcher.root_cause
@@ -37,7 +37,7 @@ def _finish(scanner, skipped: list[tuple[str, str]] | None = None, *, symptom=No
     return TriageReport(
         findings=findings,
         loss=loss,
-        ranks=scanner.ranks.to_dict(scanner.known_ranks),
+        ranks=scanner.ranks.to_dict(scanner.known_ranks, stuck_ranks(scanner)),
         files=scanner.files,
         candidate_lines=scanner.candidate_lines,
         # names from os.walk and the reasons (which may quote them): shown, so made inert

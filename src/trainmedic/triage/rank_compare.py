@@ -10,6 +10,7 @@ collective; ranks that have logs but never reported a timeout were busy elsewher
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from dataclasses import dataclass, field
 
 _WORK = re.compile(
@@ -94,7 +95,10 @@ class RankCompare:
         if len(st.evidence) < _EVIDENCE_PER_RANK:
             st.evidence.append((where[0], where[1], text.strip()))
 
-    def verdicts(self, known_ranks: set[int]) -> list[RankVerdict]:
+    def verdicts(self, known_ranks: set[int],
+                 stuck: Set[int] = frozenset()) -> list[RankVerdict]:
+        """`stuck`: ranks whose watchdog said it was blocked in a NCCL/CUDA call - they are in
+        the hang, so they do not count as silent without a timeout line of their own."""
         states = sorted(self.states.values(), key=lambda s: s.rank)
         if not states:
             return []
@@ -135,7 +139,7 @@ class RankCompare:
                     _ev(states, low),
                 ))
         # 3. Silent: ranks we saw (files, prefixes) that never reported the timeout.
-        silent = sorted(known_ranks - set(self.states))
+        silent = sorted(known_ranks - set(self.states) - set(stuck))
         if silent and len(self.states) >= 1:
             out.append(RankVerdict(
                 "silent", silent,
@@ -155,12 +159,12 @@ class RankCompare:
             ))
         return out
 
-    def to_dict(self, known_ranks: set[int]) -> dict:
+    def to_dict(self, known_ranks: set[int], stuck: Set[int] = frozenset()) -> dict:
         return {
             "states": [st.to_dict() for st in sorted(self.states.values(), key=lambda s: s.rank)],
             "ranks_seen": sorted(known_ranks),
             "verdicts": [{"kind": v.kind, "ranks": v.ranks, "summary": v.summary}
-                         for v in self.verdicts(known_ranks)],
+                         for v in self.verdicts(known_ranks, stuck)],
         }
 
 

@@ -115,9 +115,16 @@ def _who(ranks: list[int]) -> str:
     return f"{len(ranks)} ranks ({ranks[0]}..{ranks[-1]})"
 
 
+def stuck_ranks(scanner: Scanner) -> set[int]:
+    """Ranks whose own watchdog reported being blocked in a NCCL/CUDA call (the signatures of
+    nccl-hang#watchdog-stuck): part of the hang, never "silent"."""
+    return {r for hit in scanner.hits.values()
+            if (hit.tree, hit.node) == ("nccl-hang", "watchdog-stuck") for r in hit.ranks}
+
+
 def _rank_findings(scanner: Scanner) -> list[Finding]:
     out = []
-    for v in scanner.ranks.verdicts(scanner.known_ranks):
+    for v in scanner.ranks.verdicts(scanner.known_ranks, stuck_ranks(scanner)):
         sig = scanner.signatures.derived.get(RANK_ANALYSES.get(v.kind, ""))
         if sig is None:
             continue
