@@ -1,10 +1,9 @@
 """The sharding and moe trees, and the issue-14 item-8 nodes added to five existing trees.
 
 Each corpus case under tests/corpus/cases/{sharding,moe} names the node it expects in its
-`expect:` header; those nodes must exist and be fixes (`TREE#?`, "the node is not certain", aside).
-The knowledge checks below pin the facts
-that were verified upstream and are easy to lose in an edit (a flag that does not exist, a
-version boundary, an exit code).
+`expect:` header; those nodes must exist and be fixes (`TREE#?`, "the node is not certain",
+aside). The knowledge checks below pin the facts that were verified upstream and are easy to
+lose in an edit (a flag that does not exist, a version boundary, an exit code).
 """
 
 from __future__ import annotations
