@@ -36,10 +36,10 @@ _TQDM = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 _LIGHTNING = re.compile(r"^\s*Epoch (\d+):[^|\[]*(?:\|[^|]*\|\s*(\d+)/(\d+)|:\s*(\d+)it)\s*"
                         r"\[([^\]]*)")
 _POSTFIX = re.compile(r"([A-Za-z_][\w/.%]*)=(" + NUM + r")")
-_PLAIN = re.compile(
-    r"\b(?:step|iter|iteration|global_step)\b\s*[:=#]?\s*(\d+)\b.*?\b(?:train[_ ])?loss\b"
-    r"\s*[:=]?\s*(" + NUM + r")", re.I,
-)
+# "step N ... loss X" in two searches (`plain_step_loss`): one regex with a lazy gap between
+# them tried the gap from every step word (quadratic on a line repeating "iteration 1/")
+_PLAIN_STEP = re.compile(r"\b(?:step|iter|iteration|global_step)\b\s*[:=#]?\s*(\d+)\b", re.I)
+_PLAIN_LOSS = re.compile(r"\b(?:train[_ ])?loss\b\s*[:=]?\s*(" + NUM + r")", re.I)
 _PLAIN_GRAD = re.compile(r"\bgrad[_ ]?norm\b\s*[:=]?\s*(" + NUM + r")", re.I)
 _TITAN = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(" + NUM + r")(?:\s+grad_norm:\s*(" + NUM + r"))?")
 _MMENGINE = re.compile(r"\b(Epoch|Iter)\(train\)\s*(?:\[\s*(\d+)\])?\s*\[\s*(\d+)/(\d+)\]")
@@ -80,6 +80,20 @@ def parse_float(text: str) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def plain_step_loss(text: str) -> tuple[str, str] | None:
+    """(step, loss) of a plain `step 100 ... loss 2.3` line: the first step word with a number,
+    then the first loss after it on the same line (the step word that comes first is the one a
+    single regex would keep: a loss after a later one is after it too). Linear in the line."""
+    step = _PLAIN_STEP.search(text)
+    if step is None:
+        return None
+    loss = _PLAIN_LOSS.search(text, step.end())
+    newline = text.find("\n", step.end())
+    if loss is None or 0 <= newline < loss.start():
+        return None  # the gap between them never crossed a line break
+    return step.group(1), loss.group(1)
 
 
 def megatron_fields(text: str) -> dict[str, str]:
@@ -230,12 +244,12 @@ class LineReader:
                 self.s.point(step, float(loss.group(1)),
                              grad=parse_float(g.group(1)) if g else None, where=where)
                 return True
-        m = _PLAIN.search(text)
-        if m:
+        found = plain_step_loss(text)
+        if found:
             self._fmt("plain", lineno)
             g = _PLAIN_GRAD.search(text)
             grad = parse_float(g.group(1)) if g else None
-            self.s.point(int(m.group(1)), float(m.group(2)), grad=grad, where=where)
+            self.s.point(int(found[0]), float(found[1]), grad=grad, where=where)
             return True
         return False
 
