@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import collections
 import contextlib
+import functools
 import io
 import os
 import re
@@ -333,7 +334,13 @@ def python_candidates(stream: BinaryIO, needles: re.Pattern[bytes], *, name: str
 
 
 def trie_pattern(needles: list[str]) -> re.Pattern[bytes]:
-    """One regex for many literals, factored as a trie (3x faster than a flat alternation)."""
+    """One regex for many literals, factored as a trie (3x faster than a flat alternation).
+    Built once per set of needles (every pasted text's scanner asks for the same few)."""
+    return _trie_pattern(tuple(needles))
+
+
+@functools.lru_cache(maxsize=16)
+def _trie_pattern(needles: tuple[str, ...]) -> re.Pattern[bytes]:
     trie: dict = {}
     for needle in needles:
         node = trie
