@@ -16,7 +16,8 @@ Reference: `grep -E -c` with the needles triage searches that file for (`needles
 the noisy log every needle, progress lines included; on the dense and errors logs the signature
 and side-line needles, because their iteration lines are read by the loss package's block
 reader, not prefiltered. The generic error words count among the needles, though the first
-pass leaves them to the error tracker. The time of `grep -E -c` with every needle is printed beside it.
+pass leaves them to the error tracker. The time of `grep -E -c` with every needle is printed
+beside it.
 Triage runs as a user runs it (`trainmedic triage FILE --json`, a fresh process), with its
 peak RSS. Budget (DESIGN.md): triage throughput >= 0.5 x grep's, on each log.
 Run: .venv/bin/python benchmarks/triage_throughput.py [--size 2G] [--dense-size 400M]

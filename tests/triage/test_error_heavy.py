@@ -138,3 +138,47 @@ def test_a_megatron_log_with_an_error_in_it(tmp_path, monkeypatch):
         (guess,) = (f for f in report.findings if f.guess)
         assert ERROR in guess.summary and guess.evidence[0].line == _line_of(lines)
         assert report.loss.count == 4000
+
+
+def test_lines_left_aside_are_searched_only_when_the_guess_needs_them():
+    from trainmedic.triage.unmatched import ErrorTracker
+
+    calls: list[int] = []
+
+    def aside():
+        calls.append(1)
+        return [("ValueError: from the lines left aside", 5, None, None, None)]
+
+    tracker = ErrorTracker()
+    tracker.new_source("a.log", aside=aside)
+    tracker.add("Traceback (most recent call last):", 3)
+    tracker.add('  File "train.py", line 9, in main', 4, frame_only=True)
+    tracker.finish()
+    assert calls == []  # a cause found elsewhere never asks
+    (last,) = tracker.uncovered
+    assert calls == [1] and last.line == 5 and last.kind == "exception"
+    assert last.frame == "train.py:9 in main"  # the frame read in the first pass, above it
+
+
+def test_a_plain_file_with_a_cause_is_not_searched_again(tmp_path, monkeypatch):
+    if sources.grep_available() is None:
+        pytest.skip("grep not installed")
+    started: list[str | None] = []
+    real = sources.LastMatches.start
+
+    def start(needles, *, path=None):
+        started.append(path)
+        return real(needles, path=path)
+
+    monkeypatch.setattr(sources.LastMatches, "start", start)
+    oom = ("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+           "GPU 0 has a total capacity of 79.15 GiB of which 1.02 GiB is free.")
+    path = tmp_path / "train.log"
+    path.write_text("\n".join([*_retry(3000), oom, *_retry(10, 3000)]) + "\n")
+    from trainmedic.triage import triage_paths
+
+    assert triage_paths([str(path)]).findings[0].link.startswith("oom#")
+    assert started == []
+    path.write_text("\n".join([*_retry(3000), *_error_lines(), *_retry(10, 3000)]) + "\n")
+    report = _triage(tmp_path, monkeypatch, path.read_text().splitlines(), "file")
+    assert ERROR in report.findings[0].summary and started == [str(tmp_path / "train.log")]

@@ -79,7 +79,9 @@ def classify(text: str) -> tuple[str, str | None] | None:
 
 _SUPPRESSIBLE = frozenset(("traceback", "exit", "killed", "crash", "nccl"))
 RING = 256  # candidate lines kept per source: the last error is found among them at its end
-MAX_WAITING = 64  # sources kept unresolved (each with its ring) before the oldest is resolved
+# characters of ended sources' rings kept unresolved (a folder of thousands of rank logs): past
+# this the oldest is resolved at once (its lines left aside searched for now)
+MAX_WAITING = 32 << 20
 
 Who = Callable[[str], tuple[int | None, str | None]]
 # (text, line number, kind if a signature covered the line, its rank, its host)
@@ -121,6 +123,7 @@ class ErrorTracker:
         self._who: Who = _nobody
         self._aside: Aside | None = None
         self._ended: list[_Ended] = []
+        self._waiting = 0  # characters in `_ended`
 
     @property
     def uncovered(self) -> list[ErrorLine]:
@@ -138,7 +141,8 @@ class ErrorTracker:
                 0, self._grep_from - (self._added - len(self._ring)))
             self._ended.append(_Ended(self._file, self._who, list(self._ring), first,
                                       self._aside))
-            if len(self._ended) > MAX_WAITING:  # memory stays bounded over many files
+            self._waiting += sum(len(e[0]) for e in self._ring)
+            while self._waiting > MAX_WAITING:  # memory stays bounded over many files
                 self._settle(self._ended.pop(0))
         self._ring.clear()
         self._added = 0
@@ -179,6 +183,7 @@ class ErrorTracker:
     # ---- the end of a source ----------------------------------------------------------------
     def _settle(self, ended: _Ended) -> None:
         ring = ended.ring
+        self._waiting -= sum(len(e[0]) for e in ring)
         if ended.aside is not None:
             aside = ended.aside()
             if aside:
