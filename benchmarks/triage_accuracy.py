@@ -2,15 +2,24 @@
 
 For each real case, the top finding of `triage` on its excerpt is compared with the case's
 expected `tree#node`: tree-level (the right tree), node-level (the right node, over the cases
-whose expected node exists), and for the healthy logs the false-alarm rate (any finding at all).
+whose expected node exists), both over incidents only, and for the healthy logs, apart, the
+false-alarm rate (any finding at all).
 Cases whose tree is not in the forest yet are counted as pending, by area. Groups: `tune` (the
-signatures were written against it), `holdout` (batch 1, never read while tuning) and `holdout-2`
-(batch 2: collected later, run blind once, then reported apart). The target: >= 95% tree-level,
->= 80% node-level, 0 false alarms.
+signatures were written against it), `holdout` (batch 1, never read while tuning), `tune-2`
+(batch 2: collected later, run blind once, then opened for tuning) and any later blind batch
+(`holdout-3`, ...) as its own group. The target: >= 95% tree-level, >= 80% node-level, 0 false
+alarms.
 
-    python benchmarks/triage_accuracy.py [--trees DIR] [--misses]
+A second table, "with the reported symptom", runs each non-healthy case with `--symptom` set to
+what its thread's author said they saw (`# reported:`, taken from the title), unless that is
+`unknown` (then the log alone, as in the first table); healthy logs run without a symptom, so
+their false alarms are the first table's.
 
-`--misses` lists the tune cases that miss; holdout cases are only ever counted.
+    python benchmarks/triage_accuracy.py [--trees DIR] [--group G] [--log-only]
+                                         [--misses [--symptom]]
+
+`--misses` lists the tune cases (batch 2's included) that miss (log only; with `--symptom`, with
+the reported symptom); holdout cases are only ever counted.
 """
 
 from __future__ import annotations
@@ -30,35 +39,62 @@ from corpus import Score, judge, load_cases, pending  # noqa: E402
 FLOOR_TREE, FLOOR_NODE = 0.95, 0.80
 
 
-def evaluate(trees: list[str]) -> tuple[dict[tuple[str, str], Score], list, float]:
+Scores = dict[tuple[str, str], Score]
+
+
+def reported_symptom(case) -> str | None:
+    """The `--symptom` a case runs with in the second table: none for a healthy log or an
+    author who did not say."""
+    return None if case.healthy or case.reported == "unknown" else case.reported
+
+
+def evaluate(trees: list[str], *, symptoms: bool = True,
+             groups: tuple[str, ...] = ()) -> tuple[Scores, Scores, list, float]:
+    """Log-only scores and scores with the reported symptom, by (group, area); only the
+    `groups` named, if any (tune alone while developing: the holdout groups run once)."""
     from trainmedic.trees.forest import load_forest
     from trainmedic.triage import triage_text
 
     forest = load_forest(trees)
     nodes = {tid: set(t.nodes) for tid, t in forest.trees.items()}
     cases = load_cases()
-    scores: dict[tuple[str, str], Score] = defaultdict(Score)
+    scores: Scores = defaultdict(Score)
+    said: Scores = defaultdict(Score)
     t0 = time.perf_counter()
     for case in cases:
-        if not case.healthy and case.tree not in nodes:
+        if (not case.healthy and case.tree not in nodes) or (groups and case.group not in groups):
             continue
         report = triage_text(case.excerpt, name=case.name, trees=tuple(trees))
         score = judge(case, [f.link for f in report.findings], nodes)
-        if score is not None:
-            scores[(case.group, case.area)].add(score)
-    return scores, pending(cases, nodes), time.perf_counter() - t0
+        if score is None:
+            continue
+        scores[(case.group, case.area)].add(score)
+        if not symptoms:
+            continue
+        symptom = reported_symptom(case)
+        if symptom is not None:
+            report = triage_text(case.excerpt, name=case.name, trees=tuple(trees),
+                                 symptom=symptom)
+            score = judge(case, [f.link for f in report.findings], nodes)
+            assert score is not None
+        said[(case.group, case.area)].add(score)
+    return scores, said, pending(cases, nodes), time.perf_counter() - t0
 
 
 def _pct(hits: int, total: int) -> str:
     return f"{hits:3d}/{total:<3d} {100 * hits / total:5.1f}%" if total else "      -      "
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--trees", action="append", default=[], metavar="DIR")
-    ap.add_argument("--misses", action="store_true", help="list the tune cases that miss")
-    args = ap.parse_args()
-    scores, waiting, seconds = evaluate(args.trees)
+def _groups(scores: Scores) -> list[str]:
+    """tune, holdout, tune-2, holdout-3, ...: every group present, by batch."""
+    found = {group for group, _area in scores}
+    later = sorted((g for g in found if g.partition("-")[2].isdigit()),
+                   key=lambda g: int(g.partition("-")[2]))
+    return [g for g in ("tune", "holdout") if g in found] + later
+
+
+def _table(title: str, scores: Scores) -> dict[str, Score]:
+    print(title)
     print(f"{'split':9} {'area':15} {'tree-level':>14} {'node-level':>14}")
     totals: dict[str, Score] = defaultdict(Score)
     for (split, area), s in sorted(scores.items()):
@@ -72,11 +108,36 @@ def main() -> int:
     totals["batch 1"].add(totals["tune"])
     totals["batch 1"].add(totals["holdout"])
     print()
-    for split in ("tune", "holdout", "holdout-2", "batch 1", "all"):
+    for split in (*_groups(scores), "batch 1", "all"):
         s = totals[split]
         print(f"{split:9} {'TOTAL':15} {_pct(s.tree_hits, s.cases):>14} "
               f"{_pct(s.node_hits, s.node_cases):>14}   false alarms "
               f"{s.false_alarms}/{s.healthy}")
+    return totals
+
+
+def _compare(log_only: dict[str, Score], said: dict[str, Score], groups: list[str]) -> None:
+    print("\nlog only -> with the reported symptom (tree-level, node-level)")
+    for split in (*groups, "batch 1", "all"):
+        a, b = log_only[split], said[split]
+        print(f"{split:9} tree {_pct(a.tree_hits, a.cases)} -> {_pct(b.tree_hits, b.cases)}   "
+              f"node {_pct(a.node_hits, a.node_cases)} -> {_pct(b.node_hits, b.node_cases)}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trees", action="append", default=[], metavar="DIR")
+    ap.add_argument("--misses", action="store_true", help="list the tune cases that miss")
+    ap.add_argument("--symptom", action="store_true",
+                    help="with --misses: the tune misses with the reported symptom")
+    ap.add_argument("--log-only", action="store_true",
+                    help="only the first table (no run with the reported symptom)")
+    ap.add_argument("--group", action="append", default=[], metavar="GROUP",
+                    help="only this group (tune, holdout, tune-2, holdout-3, ...); repeatable")
+    args = ap.parse_args()
+    scores, said, waiting, seconds = evaluate(args.trees, symptoms=not args.log_only,
+                                              groups=tuple(args.group))
+    totals = _table("log only", scores)
     by_area: dict[str, int] = defaultdict(int)
     for case in waiting:
         by_area[case.tree or "?"] += 1
@@ -88,11 +149,17 @@ def main() -> int:
         ok = (s.tree_rate >= FLOOR_TREE and s.node_rate >= FLOOR_NODE and s.false_alarms == 0)
         print(f"floor on {name:7} (>= {FLOOR_TREE:.0%} tree, >= {FLOOR_NODE:.0%} node, "
               f"0 false alarms): {'OK' if ok else 'MISSED'}")
+    if said:
+        print()
+        said_totals = _table("with the reported symptom (--symptom from each case's `reported`; "
+                             "unknown and healthy: log only)", said)
+        _compare(totals, said_totals, _groups(scores))
     print(f"({seconds:.1f} s)")
     if args.misses:
-        print("\ntune misses:")
-        for (split, _area), sc in sorted(scores.items()):
-            if split == "tune":
+        which = said if args.symptom else scores
+        print(f"\ntune misses{' with the reported symptom' if args.symptom else ''}:")
+        for (split, _area), sc in sorted(which.items()):
+            if split.partition("-")[0] == "tune":
                 for miss in sc.misses:
                     print("  " + miss)
     return 0

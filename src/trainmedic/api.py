@@ -3,7 +3,8 @@
 The names here are the public API, documented with runnable examples in `docs/api.md`:
 
 - `triage_paths(paths)`, `triage_text(text)` -> `TriageReport`: what went wrong and where to
-  continue (`report.findings`, most decisive first; `finding.link` is a `tree#node`);
+  continue (`report.findings`, most decisive first; `finding.link` is a `tree#node`); both take
+  `symptom=` (`SYMPTOMS`), what you saw, as `trainmedic triage --symptom` does;
 - `estimate_memory(args, script=..., gpu_memory=...)` -> `MemoryReport`: Megatron-style
   per-GPU memory, the verdict and the cheapest changes that fit;
 - `load_forest()`, `open_walk(target)`, `walk(target, answers)` -> `WalkSession`: the trees and
@@ -30,10 +31,12 @@ if TYPE_CHECKING:
     from trainmedic.walk import WalkSession
 
 __all__ = [
-    "Evidence", "Finding", "Forest", "MemoryReport", "Ref", "TrainmedicError", "TriageReport",
-    "UsageError", "WalkSession", "estimate_memory", "load_forest", "open_walk", "triage_paths",
-    "triage_text", "walk",
+    "SYMPTOMS", "Evidence", "Finding", "Forest", "MemoryReport", "Ref", "TrainmedicError",
+    "TriageReport", "UsageError", "WalkSession", "estimate_memory", "load_forest", "open_walk",
+    "triage_paths", "triage_text", "walk",
 ]
+# what a user can say they saw (`symptom=`): the entry tree's first question, in one word each
+SYMPTOMS = ("hang", "crash", "slow", "diverged", "not-learning")
 
 PathLike = str | os.PathLike[str]
 _TYPES = {  # the result types, importable from here without importing their engines now
@@ -55,26 +58,30 @@ def __getattr__(name: str) -> Any:
 
 
 # -- triage ----------------------------------------------------------------------------------
-def triage_paths(paths: PathLike | Iterable[PathLike]) -> TriageReport:
+def triage_paths(paths: PathLike | Iterable[PathLike], *,
+                 symptom: str | None = None) -> TriageReport:
     """Triage log files and folders (searched recursively: one log per rank is best), `.gz`
     files, or `"-"` for standard input, as `trainmedic triage` does.
 
     Returns the `TriageReport`: `findings` (causes before their consequences), `loss` (the loss
-    curve's analysis), `ranks`, `files`, `to_dict()` (the `--json` form). Raises `UsageError`
-    when nothing given can be read.
+    curve's analysis), `ranks`, `files`, `to_dict()` (the `--json` form). `symptom` (one of
+    `SYMPTOMS`) is what you saw: findings that fit it come first (`finding.fits_symptom`), a
+    clear cause still leads, and where nothing in the log fits, the answer gives the first
+    finding (`report.symptom` says how it was used). Raises `UsageError` when nothing given can
+    be read, or for a symptom not in `SYMPTOMS`.
     """
     from trainmedic.triage import triage_paths as run
 
     items = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    return run([os.fspath(p) for p in items])
+    return run([os.fspath(p) for p in items], symptom=symptom)
 
 
-def triage_text(text: str, name: str = "<pasted>") -> TriageReport:
+def triage_text(text: str, name: str = "<pasted>", *, symptom: str | None = None) -> TriageReport:
     """Triage text held in memory: one error line, a traceback or a whole log. `name` stands
-    for the file name in the evidence lines (`name:LINE`)."""
+    for the file name in the evidence lines (`name:LINE`); `symptom` as in `triage_paths`."""
     from trainmedic.triage import triage_text as run
 
-    return run(text, name=name)
+    return run(text, name=name, symptom=symptom)
 
 
 # -- memory ----------------------------------------------------------------------------------

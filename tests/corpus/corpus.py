@@ -6,9 +6,11 @@ lines starting with `# source: URL`, a `# ---` line, then the excerpt verbatim. 
 `split` is `tune` (signatures may be tuned on it) or `holdout` (never read while tuning).
 `batch: 2` and `batch: 3` mark cases collected after the first signatures were written (all held
 out): each batch was run blind once, then reported apart (`group`), as the fairest measure of
-unseen logs. `reported` is what the thread's author said they saw, in the words of the triage
-entry question (`REPORTED`), taken from the title and opening post, never from the excerpt: it
-feeds `triage --symptom`, which is measured apart from log-only triage.
+unseen logs; batch 2 was opened for tuning after that (`OPENED`: group `tune-2`).
+`reported` is what the thread's author said they saw, in the words of the triage entry question
+(`REPORTED`), taken from the thread's title only (the corpus keeps no opening post), never from
+the excerpt or the expected node; held-out cases were labelled from an opaque id and the title
+alone. It feeds `triage --symptom`, which is measured apart from log-only triage.
 Node ids for trees that do not exist yet are listed in `proposed_nodes_*.md`.
 
 Used by the format and floor tests and by `benchmarks/triage_accuracy.py`; scoring only ever
@@ -29,6 +31,10 @@ CASES = HERE / "cases"
 SEPARATOR = "# ---"
 SPLITS = ("tune", "holdout")
 BATCHES = ("1", "2", "3")
+# Later batches opened for tuning after their blind run (its result is kept in the floor test):
+# batch 2 was run blind once (67.5% tree, 55.3% node with healthy logs as hits), then the classes
+# of its misses guided signature work, so it was no longer a blind measure; it became tune data.
+OPENED = ("2",)
 # What a user can tell triage they saw (the triage tree's first question), `unknown` if unsaid.
 REPORTED = ("hang", "crash", "slow", "diverged", "not-learning", "unknown")
 _HEADER = re.compile(r"^# ([a-z-]+): ?(.*)$")
@@ -66,7 +72,7 @@ class Case:
 
     @property
     def group(self) -> str:
-        """`tune`, `holdout`, `holdout-2`, `holdout-3`: the split, each later blind batch apart."""
+        """`tune`, `holdout`, `tune-2`, `holdout-3`: the split, each later batch apart."""
         return self.split if self.batch == "1" else f"{self.split}-{self.batch}"
 
     @property
@@ -129,7 +135,7 @@ def format_problems(case: Case) -> list[str]:
         out.append(f"split must be one of {', '.join(SPLITS)}, not {case.split!r}")
     if case.batch not in BATCHES:
         out.append(f"batch must be one of {', '.join(BATCHES)}, not {case.batch!r}")
-    elif case.batch != "1" and case.split != "holdout":
+    elif case.batch not in ("1", *OPENED) and case.split != "holdout":
         out.append("a later batch is held out: split must be holdout")
     if case.reported not in REPORTED:
         out.append(f"reported must be one of {', '.join(REPORTED)}, not {case.reported!r}")
@@ -147,7 +153,8 @@ def format_problems(case: Case) -> list[str]:
 
 @dataclass
 class Score:
-    """Tree-level and node-level hits over the cases whose tree exists."""
+    """Tree-level and node-level hits over the incidents whose tree exists; healthy logs only
+    count as false alarms or not."""
 
     cases: int = 0
     tree_hits: int = 0
@@ -181,10 +188,10 @@ def judge(case: Case, links: list[str], trees: dict[str, set[str]]) -> Score | N
     score = Score()
     top = links[0] if links else None
     if case.healthy:
-        score.cases = score.healthy = 1
+        # counted apart: a silent healthy log is not a hit in the tree or node rate (it was,
+        # until 2026-11-30, which lifted every rate by the share of healthy logs)
+        score.healthy = 1
         alarm = bool(links)
-        score.tree_hits = score.node_hits = int(not alarm)
-        score.node_cases = 1
         score.false_alarms = int(alarm)
         if alarm:
             score.misses.append(f"{case.name}: false alarm {top}")

@@ -1,14 +1,20 @@
-"""The accuracy floor on the public corpus, over every case whose expected tree is loaded.
+"""The accuracy floor on the public corpus, over every incident whose expected tree is loaded
+(healthy logs count apart: a false alarm on one fails).
 
 Batch 1 (tune and holdout) holds >= 80% node-level and no false alarm on a healthy log, and a
 tree-level ratchet; the tune split (the cases signatures were written against) holds its own,
-higher level; its holdout split is only reported (in the failure message), never tuned. Batch 2
-(all held out, collected later) holds its own, lower level and no false alarm. The target, >= 95%
-tree-level over all cases, is not reached: the cases left are hangs with no error that read like
-a healthy NCCL set-up log, loss and timer formats the readers do not know, and messages whose
-words name no tree; the target test is an expected failure that turns into a failure (strict) the
-day it passes, so its mark is removed then. `benchmarks/triage_accuracy.py` prints the numbers by
-area and group.
+higher level; its holdout split is only reported (in the failure message), never tuned.
+Batches 2 and 3 (all held out, collected later) hold their own, lower levels and no false
+alarm. The target, >= 95% tree-level over all cases, is not reached: the cases left are hangs
+with no error that read like a healthy NCCL set-up log, loss and timer formats the readers do
+not know, and messages whose words name no tree; the target test is an expected failure that
+turns into a failure (strict) the day it passes, so its mark is removed then.
+`benchmarks/triage_accuracy.py` prints the numbers by area and group.
+
+With the reported symptom (`triage --symptom`, each case's `reported:` from its thread title;
+`unknown` runs log-only, healthy logs always do) the tune and batch-1 holdout groups hold their
+own levels, apart from the log-only floors above, which they never replace. A later blind batch
+(`holdout-4`, ...) is reported and must stay silent on its healthy logs until it has a level.
 """
 
 from __future__ import annotations
@@ -22,16 +28,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from corpus import Score, judge, load_cases
 
 FLOOR_TREE, FLOOR_NODE = 0.95, 0.80
-HELD_TREE = 0.88  # batch 1's tree-level (tune and holdout, 17 trees), a ratchet until FLOOR_TREE
-# today's level on the tune split: 47 harder cases joined it (slow training, convergence, fp16
-# loss scale, hangs with no error), so it was lowered from 0.93 / 0.90 to what it measures
-# (231/250 tree, 221/249 node); the misses left are hangs whose excerpt is only NCCL set-up and
-# labels the message alone cannot decide
-HELD_TUNE_TREE, HELD_TUNE_NODE = 0.92, 0.88
+# Every level below is over incidents only: healthy logs count apart, as false alarms or not.
+# (Until 2026-11-30 a silent healthy log also counted as a tree and a node hit, which lifted
+# every rate by the share of healthy logs; the levels were lowered to the same measure without
+# healthy logs then, not because triage got worse.)
+HELD_TREE = 0.87  # batch 1's tree-level (tune and holdout: 308/352), a ratchet until FLOOR_TREE
+# the tune split (the cases signatures were written against): 243/265 tree, 235/263 node; the
+# misses left are hangs whose excerpt is only NCCL set-up and labels the message alone cannot
+# decide
+HELD_TUNE_TREE, HELD_TUNE_NODE = 0.91, 0.89
 # Batch 2 was collected after the signatures were written and run blind once (67.5% tree, 55.3%
-# node with its final labels); the classes of its misses then guided signature work, so today's
-# level below is no longer a blind measure. It is held so that it can only rise.
-HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.76, 0.65
+# node with healthy logs counted as hits); the classes of its misses then guided signature work,
+# so it was no longer blind and became tune data (group `tune-2`) at 77/103 tree, 65/103 node.
+# Held so that it can only rise.
+HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.74, 0.63
+# Batch 3 (101 incidents, 14 healthy logs) was collected and reviewed by people who never saw
+# the signatures, and run once when every change of that session was in: 75/101 tree, 59/100
+# node, no false alarm; with the reported symptom 77/101, 59/100. Nobody has tuned on it.
+HELD_BATCH3_TREE, HELD_BATCH3_NODE = 0.74, 0.59
+# With the reported symptom: the tune split was the only one looked at while the symptom's rules
+# were written (259/265 tree, 242/263 node); the holdout groups were run with it once, at the end
+# (see the benchmark's second table). Ratchets: they can only rise.
+HELD_SAID_TUNE_TREE, HELD_SAID_TUNE_NODE = 0.97, 0.92
+# batch-1 holdout 70/87 tree, 58/86 node (log only 65/87, 57/86); batch 2 83/103, 65/103
+# (log only 77/103, 65/103); batch 3 77/101, 59/100 (log only 75/101, 59/100)
+HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.80, 0.67
+HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE = 0.80, 0.63
+HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE = 0.76, 0.59
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
 
@@ -52,12 +75,26 @@ def routed() -> list[tuple[object, list[str]]]:
 
 
 @pytest.fixture(scope="module")
-def splits(routed) -> dict[str, Score]:
+def routed_with_symptom(routed) -> list[tuple[object, list[str]]]:
+    """The same cases, each run with the symptom its thread's author reported (log only where
+    that is unknown, and for healthy logs)."""
+    from trainmedic.triage import triage_text
+
+    out = []
+    for case, links in routed:
+        if not case.healthy and case.reported != "unknown":
+            links = [f.link for f in triage_text(case.excerpt, name=case.name,
+                                                 symptom=case.reported).findings]
+        out.append((case, links))
+    return out
+
+
+def _groups(routed) -> dict[str, Score]:
     from trainmedic.trees.forest import load_forest
 
     trees = {tid: set(t.nodes) for tid, t in load_forest().trees.items()}
     groups: dict[str, Score] = {"batch 1": Score(), "all": Score(), "tune": Score(),
-                                "holdout": Score(), "holdout-2": Score()}
+                                "holdout": Score(), "tune-2": Score()}
     for case, links in routed:
         score = judge(case, links, trees)
         assert score is not None
@@ -66,6 +103,16 @@ def splits(routed) -> dict[str, Score]:
         if case.batch == "1":
             groups["batch 1"].add(score)
     return groups
+
+
+@pytest.fixture(scope="module")
+def splits(routed) -> dict[str, Score]:
+    return _groups(routed)
+
+
+@pytest.fixture(scope="module")
+def said(routed_with_symptom) -> dict[str, Score]:
+    return _groups(routed_with_symptom)
 
 
 @pytest.fixture(scope="module")
@@ -94,12 +141,49 @@ def test_tune_split_holds_its_level(splits):
     assert tune.node_rate >= HELD_TUNE_NODE, report
 
 
-def test_batch_two_holds_its_level_and_stays_silent_on_healthy_logs(splits):
-    batch2 = splits["holdout-2"]
-    assert batch2.cases >= 100 and batch2.healthy >= 10, _summary(batch2)
-    assert batch2.false_alarms == 0, [m for m in batch2.misses if "false alarm" in m]
-    assert batch2.tree_rate >= HELD_BATCH2_TREE, _summary(batch2)
-    assert batch2.node_rate >= HELD_BATCH2_NODE, _summary(batch2)
+@pytest.mark.parametrize(("group", "tree", "node"), [
+    ("tune-2", HELD_BATCH2_TREE, HELD_BATCH2_NODE),
+    ("holdout-3", HELD_BATCH3_TREE, HELD_BATCH3_NODE),
+])
+def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
+                                                                        node):
+    batch = splits[group]
+    assert batch.cases >= 100 and batch.healthy >= 10, _summary(batch)
+    assert batch.false_alarms == 0, [m for m in batch.misses if "false alarm" in m]
+    assert batch.tree_rate >= tree, _summary(batch)
+    assert batch.node_rate >= node, _summary(batch)
+
+
+def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
+    tune = said["tune"]
+    report = f"with the symptom: {_summary(tune)}; log only: {_summary(splits['tune'])}"
+    assert tune.cases >= 100 and tune.false_alarms == 0, report
+    assert tune.tree_rate >= HELD_SAID_TUNE_TREE, report
+    assert tune.node_rate >= HELD_SAID_TUNE_NODE, report
+
+
+@pytest.mark.parametrize(("group", "tree", "node"), [
+    ("holdout", HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE),
+    ("tune-2", HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE),
+    ("holdout-3", HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE),
+])
+def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
+                                                                       tree, node):
+    held = said[group]
+    report = f"with the symptom: {_summary(held)}; log only: {_summary(splits[group])}"
+    assert held.cases >= 50 and held.false_alarms == 0, report
+    assert held.tree_rate >= tree, report
+    assert held.node_rate >= node, report
+
+
+def test_later_blind_batches_stay_silent_on_healthy_logs(splits, said):
+    """holdout-4 and after: counted, never tuned on; no level yet, but no false alarm."""
+    later = sorted(g for g in splits if g.startswith("holdout-") and g != "holdout-3")
+    if not later:
+        pytest.skip("no fourth blind batch in the corpus yet")
+    for group in later:
+        assert splits[group].false_alarms == 0, (group, _summary(splits[group]))
+        assert said[group].false_alarms == 0, (group, _summary(said[group]))
 
 
 @pytest.mark.parametrize("tree_id", NEW_TREES)

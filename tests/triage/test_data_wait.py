@@ -69,3 +69,34 @@ def test_whole_iteration_and_wait_fields():
         f"  data_wait_time: {w:.3f}({w:.3f})  loss: 1.46 (1.46)"
         for i, (t, w) in enumerate([(2.0, 1.5), (2.1, 1.6), (1.9, 1.4), (2.0, 1.5)]))
     assert triage_text(lines).findings[0].link == "slow-training#dataloader"
+
+
+def test_a_stall_on_the_first_line_of_a_mid_run_excerpt_counts():
+    """LeRobot's `step:9 ... updt_s:0.302 data_s:13.330`: the excerpt starts at step 9, so its
+    first reading is no worker start-up (tune corpus)."""
+    from .test_node_precision import tune
+
+    text = tune("slow-training/data_s_13s_vs_update_0_3s_lerobot_1488.log")
+    f = triage_text(text).findings[0]
+    assert (f.link, f.signature) == ("slow-training#dataloader", "data-wait")
+    assert f.details["longest"] == 13.33
+
+
+def test_average_meter_time_and_data_columns():
+    """PyTorch's ImageNet example prints `Time 37.476 (37.476)  Data 37.276 (37.276)`: the
+    first batch of every epoch waits for the workers (tune corpus)."""
+    from .test_node_precision import tune
+
+    case = "slow-training/imagenet_example_first_batch_of_epoch_waits_38s_pytorch_8371.log"
+    f = triage_text(tune(case)).findings[0]
+    assert (f.link, f.signature) == ("slow-training#dataloader", "data-wait")
+    assert f.details["longest"] == 38.848
+
+
+def test_time_and_data_time_fields_with_dashes_between():
+    """`... - time: 12.9244 - data_time: 12.4863 - lr: ...` (a detectron2-style printer)."""
+    from .test_node_precision import tune
+
+    f = triage_text(tune("slow-training/effdet_data_time_12s_stall_high_res_images_322.log")
+                    ).findings[0]
+    assert f.link == "slow-training#dataloader" and f.details["longest"] == 12.4863

@@ -150,3 +150,27 @@ def test_leaving_the_triage_screen_while_it_runs_keeps_the_result(monkeypatch):
         run(go())
     finally:
         release.set()
+
+
+def test_triage_from_a_walk_takes_its_answer_to_what_do_you_see():
+    """Answered "the job is frozen" in the walk, then ^t: triage uses that answer as
+    `--symptom hang` (the OOM still leads: a clear cause outranks it) and says so."""
+    async def go():
+        app = TrainmedicApp(FOREST, probes=False)
+        async with app.run_test(size=(100, 30)) as pilot:
+            app.open_walk("triage")
+            await pilot.pause()
+            walk = app.screen
+            assert isinstance(walk, WalkScreen)
+            frozen = next(i for i, a in enumerate(walk.session.question.answers)
+                          if a.goto == "nccl-hang")
+            await pilot.press(str(frozen + 1))
+            await pilot.pause()
+            assert walk.session.current.tree == "nccl-hang"
+            await _triage(app, pilot, MULTIRANK_OOM)
+            report = app.screen.report
+            assert report.symptom is not None and report.symptom.given == "hang"
+            assert report.findings[0].tree == "oom" and report.findings[1].fits_symptom
+            text = "\n".join(screen_text(app))
+            assert "You said the job froze" in text
+    run(go())

@@ -60,6 +60,23 @@ _FINDING = {
         "first_time": _NULL_STR,
         "evidence": {"type": "array", "items": _EVIDENCE},
         "details": {"type": "object"},
+        "fits_symptom": {"type": "boolean", "description": "only with --symptom: whether the "
+                         "finding's tree or node fits what the user saw"},
+    },
+}
+_SYMPTOM = {
+    "type": "object",
+    "required": ["given", "said", "used", "summary"],
+    "description": "only with --symptom: what the user saw and how it was used",
+    "properties": {
+        "given": {"enum": ["hang", "crash", "slow", "diverged", "not-learning"]},
+        "said": _STR,
+        "used": {"enum": ["fits", "outranked", "lead"],
+                 "description": "fits: the first finding fits it (findings that fit come "
+                 "first); outranked: a clear cause that does not fit still leads; lead: nothing "
+                 "in the log fits, so the first finding comes from the answer (signature "
+                 "reported-symptom)"},
+        "summary": _STR,
     },
 }
 _CHECK = {
@@ -116,6 +133,7 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                    "error word is left to the guess, not read): a cheap count, not each "
                    "line's verdict"},
         "next": {"type": ["string", "null"], "description": "the walk command to continue"},
+        "symptom": _SYMPTOM,
     }),
     "memory": _schema("memory", "trainmedic memory --json", list(_MEMORY_REQUIRED),
                       _MEMORY_PROPERTIES),

@@ -7,7 +7,10 @@ the input was readable as a log. A log with an error no signature knows is never
 gets a finding marked as a guess. The signatures come from the trees, user trees under `--trees`
 included. Sources read only in part (binary data, a decompression bomb) and user-tree signatures
 left out (an unsafe regex) are warned about, and a run that found nothing but had such a warning
-exits 2. Never imports Textual; rich only when printing for a human.
+exits 2. `--symptom` is what the user saw (the entry tree's first question): findings that fit
+it rank first, a clear cause in the log still leads, and when nothing in the log fits, the answer
+gives the finding (marked as such); one line says how it was used. Never imports Textual; rich
+only when printing for a human.
 """
 
 from __future__ import annotations
@@ -16,8 +19,11 @@ import argparse
 import json
 import sys
 
+from trainmedic.triage.symptom import NAMES as SYMPTOMS  # what the user saw: hang, crash, ...
+
 MAX_SHOWN = 8
 FAIL_ON = ("cause", "symptom", "any")
+
 # which finding kinds make the exit status 1, per --fail-on
 _FAILING = {"cause": {"cause"}, "symptom": {"cause", "symptom", "guess"},
             "any": {"cause", "symptom", "guess", "context"}}
@@ -33,13 +39,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fail-on", choices=FAIL_ON, default="any",
                         help="exit 1 only for a cause; for a cause, symptom or guess; or for any "
                              "finding, context included (default: any)")
+    parser.add_argument("--symptom", choices=SYMPTOMS,
+                        help="what you saw: the job froze (hang), died (crash), crawls (slow), "
+                             "its loss blew up (diverged) or does not learn (not-learning); "
+                             "findings that fit rank first, and it leads where the log is silent")
 
 
 def run(args: argparse.Namespace) -> int:
     from trainmedic.triage import triage_paths
 
     report = triage_paths(list(args.logs), use_grep=not args.no_grep,
-                          trees=list(getattr(args, "trees", []) or []))
+                          trees=list(getattr(args, "trees", []) or []),
+                          symptom=getattr(args, "symptom", None))
     if args.json:
         from trainmedic.commands.outputs import stamped
 
@@ -63,6 +74,8 @@ def _print_human(report, *, show_all: bool) -> None:
     files = len(report.files)
     for name, why in report.skipped:
         console.print(f"[dim]skipped {escape(name)}: {escape(why)}[/]")
+    if report.symptom is not None:
+        console.print(f"[dim]{escape(report.symptom.summary)}[/]")
     if not report.findings:
         console.print(f"[green]No known failure signature[/] in {files} file(s) "
                       f"({report.candidate_lines} candidate lines read).")

@@ -23,24 +23,53 @@ LR_ZERO_MIN = 3  # progress lines in a row printing the learning rate as 0 (one 
 # first warm-up step or its last step)
 # what an analysis can conclude, for its signature's routes (`outcome:`)
 OUTCOMES: dict[str, frozenset[str]] = {
-    "loss-nan": frozenset({"sudden"}), "loss-plateau": frozenset({"identical"}),
+    "loss-nan": frozenset({"sudden", "runaway"}), "loss-plateau": frozenset({"identical"}),
     "lr-zero": frozenset({"grad-zero"}),
 }
 
 ANALYSES = frozenset(LOSS_ANALYSES) | frozenset(RANK_ANALYSES.values()) | frozenset(WHOLE_LOG)
 
 
+RUNAWAY_RATIO = 10.0  # the loss's size before a NaN, against its first logged size
+EARLY_STEP, EARLY_EPOCH = 10, 0.01  # a first logged point this early is the start of the run
+
+
 def loss_outcome(name: str, loss: LossAnalysis) -> str | None:
-    """What a loss analysis concludes beyond its finding: a NaN is `sudden` when steps with a
-    finite loss came before it and the gradient norm neither exploded nor went NaN first (the
-    tree then asks where the NaN was born, not what drove it up)."""
+    """What a loss analysis concludes beyond its finding, answering the tree's question "what
+    did the grad norm and the loss scale do before the NaN?" only where the log can:
+    - `sudden`: steps with a finite loss came before it, the grad norm was logged and neither
+      exploded nor went NaN first, the fp16 scale held; or the NaN came at the first or second
+      logged step of the run and stayed (nothing had time to grow): the tree then asks where
+      the NaN was born;
+    - `runaway`: the grad norm is not logged, but the loss itself ran away before the NaN (its
+      size grew tenfold, rising at each of the last points): what exploding updates look like;
+    - None: the log does not print the grad norm, so the question stays open."""
     if name != "loss-nan":
         return None
-    nan_seen = loss.nan_count or loss.missing_loss_steps
-    if nan_seen and loss.count >= 2 and not loss.grad_explosions \
-            and not loss.grad_norm_nan_count and not loss.loss_scale_collapsed:
+    nan_seen = loss.nan_count or loss.missing_loss_steps or loss.grad_norm_nan_count
+    if not nan_seen or loss.count < 2 or loss.grad_explosions or loss.loss_scale_collapsed:
+        return None
+    stays = (loss.last_loss is not None and loss.last_loss != loss.last_loss) or (
+        loss.grad_norm_nan_count >= 2 and not loss.grad_finite)  # the grad norm never finite
+    # the excerpt starts with the run (a step or HF epoch near 0), not somewhere in its middle
+    at_start = (loss.first_epoch is not None and loss.first_epoch <= EARLY_EPOCH) or (
+        loss.first_epoch is None and loss.first_step is not None and loss.first_step <= EARLY_STEP)
+    if loss.finite_before_nan is not None and loss.finite_before_nan <= 1 and stays and at_start:
         return "sudden"
+    if loss.grad_norm_nan_count:
+        return None  # the grad norm went NaN on its way: the question stays open
+    if loss.grad_finite >= 2:
+        return "sudden"
+    if loss.nan_runs and _ran_away([v for s, v in loss.points if s < loss.nan_runs[0].start]):
+        return "runaway"
     return None
+
+
+def _ran_away(values: list[float]) -> bool:
+    sizes = [abs(v) for v in values if v == v]
+    if len(sizes) < 3 or sizes[0] == 0:
+        return False
+    return sizes[-1] >= RUNAWAY_RATIO * sizes[0] and sizes[-3] < sizes[-2] < sizes[-1]
 
 
 def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],

@@ -233,6 +233,14 @@ def _overflow_summary(hit: HitView, _view: Any) -> str:
     return f"{hit.count} fp16 gradient overflows (steps skipped)"
 
 
+# ---- nan-line: a NaN on a progress line, unless it was an fp16 scaler's first overflow -----
+
+def _keep_nan_line(hit: HitView, view: Any) -> bool:
+    """One NaN grad norm on the first logged point, finite after it (the loss analysis calls
+    it the scaler's start-up: the step was skipped) is no finding; anything more is."""
+    return not (hit.count == 1 and view.loss.analysis.startup_grad_overflow)
+
+
 # ---- child-failed: torchrun's "Root Cause (first observed failure)" block --------------------
 
 def exit_meaning(code: int | None) -> str:
@@ -328,5 +336,6 @@ HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("overflow-burst", frozenset(), _read_nothing, None, _overflow_summary, _keep_overflow),
     Hook("child-failed", frozenset(), _read_nothing, None, _child_summary),
     Hook("sigkill", frozenset(), _read_nothing, None, None, _keep_sigkill),
+    Hook("nan-line", frozenset(), _read_nothing, None, None, _keep_nan_line),
     Hook("global-shape", frozenset({"sliced"}), _read_global_shape),
 )}

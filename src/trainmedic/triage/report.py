@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trainmedic.triage.loss.model import LossAnalysis
+    from trainmedic.triage.symptom import SymptomUse
 
 NO_ORDER = (1 << 30, 0)  # sorts after every position a scanner records
 _WHERE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+): (?P<text>.*)$", re.DOTALL)
@@ -77,6 +78,8 @@ class Finding:
     # time; kept in memory only
     first_order: tuple[int, int] = NO_ORDER
     hosts: list[str] = field(default_factory=list)
+    # whether it fits the symptom the user reported (`--symptom`); None when none was given
+    fits_symptom: bool | None = None
 
     @property
     def guess(self) -> bool:
@@ -93,7 +96,7 @@ class Finding:
         return f"trainmedic walk {self.link}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "signature": self.signature, "tree": self.tree, "node": self.node,
             "link": self.link, "confidence": round(self.confidence, 2), "summary": self.summary,
             "kind": self.kind, "guess": self.guess, "why": self.why, "count": self.count,
@@ -102,6 +105,9 @@ class Finding:
             "evidence": [e.to_dict() for e in self.evidence],
             "details": dict(self.details),
         }
+        if self.fits_symptom is not None:  # only when a symptom was given: output unchanged
+            out["fits_symptom"] = self.fits_symptom
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Finding | None:
@@ -123,6 +129,7 @@ class Finding:
         hosts = data.get("hosts")
         evidence = data.get("evidence")
         details = data.get("details")
+        fits = data.get("fits_symptom")
         return cls(
             signature=str(data.get("signature") or ""), tree=tree,
             node=str(node) if node else None,
@@ -136,6 +143,7 @@ class Finding:
             if isinstance(evidence, list) else [],
             details=dict(details) if isinstance(details, Mapping) else {},
             hosts=[h for h in hosts if isinstance(h, str)] if isinstance(hosts, list) else [],
+            fits_symptom=fits if isinstance(fits, bool) else None,
         )
 
 
@@ -152,6 +160,7 @@ class TriageReport:
     # lines read that hold an error word (Error, Killed, exit code, ...), frames aside; lines
     # whose only needle is a generic error word are not read (`unmatched.ErrorTracker`)
     errors: int = 0
+    symptom: SymptomUse | None = None  # what the user said they saw, and how it was used
 
     @property
     def top(self) -> Finding | None:
@@ -169,4 +178,6 @@ class TriageReport:
             "root_cause": self.root_cause,
             "errors": self.errors,
             "next": self.top.walk_command if self.top else None,
+            # only when a symptom was given, so output without one stays as it was
+            **({"symptom": self.symptom.to_dict()} if self.symptom is not None else {}),
         }

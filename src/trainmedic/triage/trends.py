@@ -5,7 +5,10 @@ Slow training often shows only as a trend: the time per step (or epoch) climbs s
 fixed workload. The readers take the common forms: Megatron's timer lines (`forward-compute` +
 `backward-compute`), `time this epoch=`, `time(s):`,
 `Iteration duration:`; Megatron's `elapsed time per iteration` is the loss package's
-(`step-time-regression`). Bounded: the series is kept at most `MAX_POINTS` long by halving.
+(`step-time-regression`). The wait for data is read where a line prints it next to the step
+time (mmengine/detectron2 `time:`/`data_time:`, `data_s:`/`updt_s:`, AverageMeter
+`Time`/`Data` columns, Megatron's batch-generator timer). Bounded: the series is kept at most
+`MAX_POINTS` long by halving.
 
 A loss that does not move at all - the same value, step after step - means the model is not
 learning (a plateau at the loss of a uniform guess, or no update at all). It is read from the
@@ -22,7 +25,7 @@ from typing import Any
 # Megatron's timer summary line ("time (ms) | forward-compute: ..."), not the per-rank timer
 # lines that repeat on every step of a long log
 NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:", "data_time: ",
-           "load_data_time", "data_wait_time", " data_s:")
+           "load_data_time", "data_wait_time", " data_s:", ")\tData ", ") Data ", ") Batch ")
 MAX_POINTS = 512
 MIN_POINTS = 4
 CREEP_RATIO = 1.15  # the last third's median step time over the first third's
@@ -37,17 +40,26 @@ _READERS = (
 )
 _TIMERS = re.compile(r"(?:forward|backward)-compute: (" + _NUM + r")")
 # mmengine/mmcv and detectron2 print the iteration time and, inside it, the wait for the batch
-_DATA_TIME = re.compile(r"\btime:\s*(" + _NUM + r")\s+data_time:\s*(" + _NUM + r")")
+# (some printers put " - " or ", " between the fields)
+_DATA_TIME = re.compile(r"\btime:\s*(" + _NUM + r")\s*[-,|]?\s*data_time:\s*(" + _NUM + r")")
+# AverageMeter columns, the current value then the running average: PyTorch's ImageNet example
+# (`Time 0.791 (2.189)  Data 0.677 (2.070)`) and semantic-segmentation trainers built on it
+# (`Data 0.002 (0.574) Batch 0.818 (3.887)`)
+_METER_TIME_DATA = re.compile(r"\bTime\s+(" + _NUM + r")\s+\(" + _NUM + r"\)\s+Data\s+("
+                              + _NUM + r")\s+\(")
+_METER_DATA_BATCH = re.compile(r"\bData\s+(" + _NUM + r")\s+\(" + _NUM + r"\)\s+Batch\s+("
+                               + _NUM + r")\s+\(")
 # Megatron's one-line timer summary (--timing-log-level 2): batch-generator is inside
 # forward-backward
 _MEG_BATCH = re.compile(r"batch-generator: (" + _NUM + r")")
 _MEG_FB = re.compile(r"forward-backward: (" + _NUM + r")")
+_STEP = re.compile(r"\b(?:step|iter|iteration)\b\s*[:=]?\s*(\d{1,12})\b", re.I)
 DATA_MIN_POINTS = 3
 DATA_SHARE = 0.4  # the median share of an iteration spent waiting for data that is a finding
 # A few long stalls also starve the GPUs while the median stays low: a step that waits at least
 # STALL_RATIO times its own compute time (and STALL_MIN seconds) for its batch, with the waits
 # taking at least STALL_SHARE of all the time read. The first reading is left out: the workers
-# are still starting.
+# are still starting (unless its line names a later step: the excerpt begins mid-run).
 STALL_RATIO, STALL_MIN, STALL_SHARE = 10.0, 2.0, 0.5
 # other trainers print the wait and the step as separate fields: the wait first, then the
 # compute alone (`load_data_time: 19.6, train_step_time: 0.686`, `updt_s:0.302 data_s:13.330`)
@@ -69,11 +81,19 @@ class StepTimes:
     data: list[float] = field(default_factory=list)  # data_time / time per reading (bounded)
     data_lines: list[tuple[str, int, str]] = field(default_factory=list)  # first and last
     waits: list[tuple[float, float]] = field(default_factory=list)  # (wait, whole step) seconds
+    first_mid_run: bool = False  # the first wait reading names a step after the first
 
     def feed(self, text: str, file: str, lineno: int) -> bool:
         if "data_time: " in text and "load_data_time" not in text:
             m = _DATA_TIME.search(text)
             return self._data(m.group(2), m.group(1), file, lineno, text) if m else False
+        if "Data " in text and ("Time " in text or "Batch " in text):
+            m = _METER_TIME_DATA.search(text)
+            if m:
+                return self._data(m.group(2), m.group(1), file, lineno, text)
+            m = _METER_DATA_BATCH.search(text)
+            if m:
+                return self._data(m.group(1), m.group(2), file, lineno, text)
         if "data_wait_time" in text or "load_data_time" in text or " data_s:" in text:
             pair = _wait_fields(text)
             return self._data(*pair, file, lineno, text) if pair else False
@@ -106,6 +126,9 @@ class StepTimes:
             return False
         if s <= 0 or len(self.data) >= MAX_POINTS:
             return True
+        if not self.data:
+            m = _STEP.search(text)
+            self.first_mid_run = m is not None and int(m.group(1)) > 1
         self.data.append(min(1.0, w / s))
         self.waits.append((w, max(w, s)))
         where = (file, lineno, text.strip()[:500])
@@ -122,7 +145,7 @@ class StepTimes:
         share = median(self.data)
         if share >= DATA_SHARE:
             return {"share": share, "points": len(self.data)}
-        rest = self.waits[1:]
+        rest = self.waits if self.first_mid_run else self.waits[1:]
         stalls = [w for w, s in rest if w >= STALL_MIN and w >= STALL_RATIO * (s - w)]
         total = sum(s for _w, s in rest)
         if stalls and total > 0 and sum(w for w, _s in rest) / total >= STALL_SHARE:

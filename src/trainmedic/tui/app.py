@@ -298,11 +298,17 @@ class TrainmedicApp(App[int]):
     def action_triage(self) -> None:
         """The one triage screen: installed, so an analysis left running (or its findings)
         is still there when the screen is opened again."""
+        from trainmedic.triage.symptom import from_walk
         from trainmedic.tui.screens.triage import TriageScreen
 
         if not self.is_screen_installed("triage"):
             self.install_screen(TriageScreen(), "triage")
-        if self.screen is not self.get_screen("triage"):
+        screen = self.get_screen("triage")
+        if self.screen is not screen:
+            # opened from a walk that answered "What do you see?": triage with that answer
+            session = getattr(self.screen, "session", None)
+            if isinstance(screen, TriageScreen):
+                screen.symptom = from_walk(session.path()) if session is not None else None
             if self.get_screen("triage") in self.screen_stack:
                 while self.screen is not self.get_screen("triage"):
                     self.pop_screen()

@@ -188,6 +188,7 @@ class SeriesAnalyzer:
         self._open: Spike | None = None
         self._nan: NanRun | None = None
         self._prev_step: int | None = None
+        self._finite = 0  # finite losses so far
         self._loss_buckets = _Buckets()
         self._time_buckets = _Buckets()
         self._startup = True
@@ -255,8 +256,11 @@ class SeriesAnalyzer:
                     bad, iters, exact = "grad norm", (nan_iters or 1), bool(nan_iters) or (
                         self.interval == 1)
             else:
+                a.grad_finite += 1
                 self._grad_point(step, grad, where)
         if bad:
+            if a.finite_before_nan is None:
+                a.finite_before_nan = self._finite
             self._nan_point(step, bad, iters, exact, where)
             if loss is not None and loss == 0.0 and grad is not None and not math.isfinite(grad):
                 a.last_zero_loss_with_nan_grad = True
@@ -267,6 +271,7 @@ class SeriesAnalyzer:
         if loss is not None:
             self._count(step, loss)
             if math.isfinite(loss):
+                self._finite += 1
                 self._loss_point(step, prev, loss, where)
                 if not bad:
                     a.last_zero_loss_with_nan_grad = False
@@ -277,6 +282,7 @@ class SeriesAnalyzer:
         """Recent grad norms of a block whose maximum was below the threshold: the level
         follows them without every value of the block being converted."""
         det = self._grad
+        self.a.grad_finite += len(values)
         det.win.extend(values)
         det.refresh()
 
@@ -497,6 +503,7 @@ class SeriesAnalyzer:
         n = len(c)
         base = a.count
         a.count += n
+        self._finite += n
         a.last_step, a.last_loss = s[-1], c[-1]
         self._prev_step = s[-1]
         loss_det.win.extend(c)
@@ -504,6 +511,7 @@ class SeriesAnalyzer:
         if loss_det.stale >= REFRESH:
             loss_det.refresh()
         if g is not None:
+            a.grad_finite += n
             self._grad.win.extend(g)
             self._grad.stale += n
             if self._grad.stale >= REFRESH:
@@ -541,10 +549,26 @@ class SeriesAnalyzer:
             return
         self.finished = True
         self._nan = None
+        self._forgive_startup_overflow()
         self.a.divergence = self._divergence()
         self.a.step_time = self._step_time()
         for sp in self.a.spikes:
             sp.checkpoint_before = self.a.checkpoint_before(sp.first_bad or sp.start)
+
+    def _forgive_startup_overflow(self) -> None:
+        """A NaN grad norm on the first logged point only, with finite grad norms after it and
+        never a NaN loss: the step was skipped (an fp16 loss scaler's first overflow, the
+        scale still searching down), so it is no NaN event."""
+        a = self.a
+        runs = a.nan_runs
+        if (len(runs) == 1 and runs[0].what == "grad norm" and runs[0].points == 1
+                and a.finite_before_nan == 0 and a.nan_points == 0 and a.grad_finite >= 1
+                and a.grad_norm_nan_count == 1 and a.count >= 2):
+            a.nan_iterations -= runs[0].iterations
+            a.nan_runs = []
+            a.grad_norm_nan_count = 0
+            a.startup_grad_overflow = True
+            self.evidence.pop("loss-nan", None)
 
     def _divergence(self) -> Trend | None:
         rows = self._loss_buckets.means()

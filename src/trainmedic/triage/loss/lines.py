@@ -10,9 +10,11 @@ Formats (detected from content, each line on its own):
 - PyTorch Lightning / NeMo 1 progress bars (`Epoch E: ...| i/n [..., train_loss=...]`): the bar
   counts batches per epoch, so the global step adds up the epochs (or reads `global_step=`);
 - OpenMMLab's mmengine runner (`Epoch(train)  [E][ i/n]  ...  grad_norm: G  loss: X` or
-  `Iter(train) [ i/n]`), the epoch's batches added up into a global step;
+  `Iter(train) [ i/n]`) and the mmcv 1.x runner before it (`Epoch [E][i/n]  lr: ..., loss: X,
+  grad_norm: G`), the epoch's batches added up into a global step;
 - torchtitan (`step: N  loss: X  grad_norm: G`), DLLogger (`DLLL {...}` JSON lines), and plain
-  `step 100 loss 2.3` / `Iter 25: Train loss 1.59` lines;
+  `step 100 loss 2.3` / `Iter 25: Train loss 1.59` / `step:2(2) total_loss:nan` /
+  `02000 iter, average time 0.63, loss 1.2` lines;
 - torchvision's reference scripts (`Epoch: [E]  [ i/n]  eta: ...  lr: X  loss: Y (avg)`) and
   one line per epoch (`Epoch: 3, Loss: 2.30`, `Epoch 85/300: 100%|...| ..., Loss 6.27, ...`);
 - Keras `fit` (`Epoch 2/100` then `89595/89595 [=====] - 8s - loss: 5.7257 - acc: 0.6448`).
@@ -36,13 +38,18 @@ _TQDM = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 _LIGHTNING = re.compile(r"^\s*Epoch (\d+):[^|\[]*(?:\|[^|]*\|\s*(\d+)/(\d+)|:\s*(\d+)it)\s*"
                         r"\[([^\]]*)")
 _POSTFIX = re.compile(r"([A-Za-z_][\w/.%]*)=(" + NUM + r")")
-# "step N ... loss X", read by `after_marker`: one regex with a lazy gap between them tried the
-# gap from every step word (quadratic on a line repeating "iteration 1/")
+# "step N ... loss X" (or "N iter ... loss X"), read by `after_marker`: one regex with a lazy gap
+# between them tried the gap from every step word (quadratic on a line repeating "iteration 1/")
 _PLAIN_STEP = re.compile(r"\b(?:step|iter|iteration|global_step)\b\s*[:=#]?\s*(\d+)\b", re.I)
-_PLAIN_LOSS = re.compile(r"\b(?:train[_ ])?loss\b\s*[:=]?\s*(" + NUM + r")", re.I)
+# the count before the word: "000 epoch, 02000 iter, average time 0.63, loss -403.43"
+_PLAIN_COUNT = re.compile(r"(?<![\w.])(\d+)\s+(?:iter|iters|iteration|step)\b", re.I)
+_PLAIN_LOSS = re.compile(r"\b(?:(?:train|total)[_ ])?loss\b\s*[:=]?\s*(" + NUM + r")", re.I)
 _PLAIN_GRAD = re.compile(r"\bgrad[_ ]?norm\b\s*[:=]?\s*(" + NUM + r")", re.I)
 _TITAN = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(" + NUM + r")(?:\s+grad_norm:\s*(" + NUM + r"))?")
 _MMENGINE = re.compile(r"\b(Epoch|Iter)\(train\)\s*(?:\[\s*(\d+)\])?\s*\[\s*(\d+)/(\d+)\]")
+# mmcv 1.x runners (OpenMMLab before mmengine):
+# `Epoch [1][100/62598]\tlr: ..., loss: X, grad_norm: G`
+_MMCV = re.compile(r"\bEpoch \[(\d+)\]\[\s*(\d+)/(\d+)\]")
 _MM_LOSS = re.compile(r"(?<![\w.])loss:\s*(" + NUM + r")")
 _MM_GRAD = re.compile(r"\bgrad_norm:\s*(" + NUM + r")")
 _DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)")
@@ -85,8 +92,10 @@ def parse_float(text: str) -> float | None:
 
 
 def plain_step_loss(text: str) -> tuple[str, str] | None:
-    """(step, loss) of a plain `step 100 ... loss 2.3` line, as `STEP.*?LOSS` reads it."""
-    found = after_marker(_PLAIN_STEP, _PLAIN_LOSS, text)
+    """(step, loss) of a plain `step 100 ... loss 2.3` (or `100 iter ... loss 2.3`) line, as
+    `STEP.*?LOSS` reads it."""
+    found = after_marker(_PLAIN_STEP, _PLAIN_LOSS, text) or after_marker(_PLAIN_COUNT,
+                                                                          _PLAIN_LOSS, text)
     return None if found is None else (found[0].group(1), found[1].group(1))
 
 
@@ -250,16 +259,15 @@ class LineReader:
             if m:
                 self._interval(m.group(1), int(m.group(2)))
                 return True
+        if "Epoch [" in text:
+            m = _MMCV.search(text)
+            if m and self._openmmlab("mmcv", int(m.group(1)), int(m.group(2)), int(m.group(3)),
+                                     text, where):
+                return True
         if "(train)" in text:
             m = _MMENGINE.search(text)
-            loss = _MM_LOSS.search(text) if m else None
-            if m and loss:
-                self._fmt("mmengine", lineno)
-                i, n = int(m.group(3)), int(m.group(4))
-                step = (int(m.group(2)) - 1) * n + i if m.group(2) else i
-                g = _MM_GRAD.search(text)
-                self.s.point(step, float(loss.group(1)),
-                             grad=parse_float(g.group(1)) if g else None, where=where)
+            if m and self._openmmlab("mmengine", int(m.group(2)) if m.group(2) else None,
+                                     int(m.group(3)), int(m.group(4)), text, where):
                 return True
         found = plain_step_loss(text)
         if found:
@@ -269,6 +277,18 @@ class LineReader:
             self.s.point(int(found[0]), float(found[1]), grad=grad, where=where)
             return True
         return False
+
+    def _openmmlab(self, fmt: str, epoch: int | None, i: int, n: int, text: str,
+                   where: Where) -> bool:
+        """An OpenMMLab runner line (`[E][i/n]`): the epoch's batches add up to a global step."""
+        loss = _MM_LOSS.search(text)
+        if loss is None:
+            return False
+        self._fmt(fmt, where[1])
+        g = _MM_GRAD.search(text)
+        self.s.point((epoch - 1) * n + i if epoch is not None else i, float(loss.group(1)),
+                     grad=parse_float(g.group(1)) if g else None, where=where)
+        return True
 
     def _epoch_line(self, text: str, where: Where) -> bool:
         """torchvision's MetricLogger lines, or one summary line per epoch."""
@@ -396,6 +416,8 @@ class LineReader:
         extra = dict(_HF_FIELD.findall(text))
         self._hf_index += 1
         grad = parse_float(extra["grad_norm"]) if "grad_norm" in extra else None
+        if "epoch" in extra and self.a.first_epoch is None:
+            self.a.first_epoch = parse_float(extra["epoch"])
         if "learning_rate" in extra:
             self.learning_rate(parse_float(extra["learning_rate"]), grad)
         record = (float(loss), grad, where)

@@ -258,6 +258,14 @@ class LossAnalysis:
     # a run that cannot learn; internal to the lr-zero analysis, not part of the report
     lr_zero_tail: int = 0
     grad_zero_tail: int = 0
+    # finite grad-norm readings, and finite losses logged before the first NaN: whether the log
+    # can say what the grad norm did before a NaN (internal to the loss-nan outcome, not reported)
+    grad_finite: int = 0
+    finite_before_nan: int | None = None
+    # the only NaN was the grad norm of the first logged point, finite after it and the loss
+    # never NaN: an fp16 scaler's first overflow (that step was skipped), not a NaN event
+    startup_grad_overflow: bool = False
+    first_epoch: float | None = None  # the epoch the first HF Trainer dict names (mid-run excerpts)
     notes: list[str] = field(default_factory=list)
 
     # -- views the report and screens use -------------------------------------------------

@@ -113,6 +113,9 @@ class TriageScreen(AppScreen[None]):
         self.what = ""  # what it reads, for the progress line
         self.what_size = ""  # how much that is (set by the worker: a folder takes a moment)
         self._ticker: Timer | None = None
+        # what the user said they saw in a walk (the entry question), set by the app: used as
+        # `triage --symptom` is
+        self.symptom: str | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("Log triage", "bold"), "  name what went wrong and where to "
@@ -192,7 +195,8 @@ class TriageScreen(AppScreen[None]):
 
         self.what_size = how_much(path) if path is not None else ""
         try:
-            report = triage_paths([path]) if path is not None else triage_text(text)
+            report = (triage_paths([path], symptom=self.symptom) if path is not None
+                      else triage_text(text, symptom=self.symptom))
         except Exception as exc:  # UsageError for unreadable input; anything else is shown too
             self.post_message(self.Analysed(None, str(exc)))
             return
@@ -235,9 +239,11 @@ class TriageScreen(AppScreen[None]):
             options.focus()
             return
         causes = sum(f.kind == "cause" for f in findings)
+        said = self.report.symptom if self.report is not None else None
         status.update(Text.assemble(
             (f"{len(findings)} finding(s){took}, most likely first", "bold"),
             f": {causes} cause(s), {len(findings) - causes} symptom(s) · enter walks there",
+            (f"\n{said.summary} (your answer in the walk)" if said is not None else "", "dim"),
             (notes, "yellow")))
         for number, finding in enumerate(findings, start=1):
             options.add_option(Option(finding_prompt(number, finding, self.app.size.width)))
