@@ -10,11 +10,14 @@ Two generated logs in /tmp, each timed on the same file against its reference:
 - errors (default 400 MB): the noisy log's chatter with a retry loop in it, each step ~8 of
   its ~70 lines a warning with an error word that no signature knows (`Error while calling
   W&B API: rate limit exceeded`, `Exception in exporter thread 3, retrying`), the same
-  ending: every such line reaches Python, and only the last one of the file is reported.
+  ending: grep's first pass leaves such lines aside (only the last error of a source is ever
+  reported, and only when no cause is found: `unmatched.ErrorTracker`).
 Reference: `grep -E -c` with the needles triage searches that file for (`needles_for`): on
-the noisy log every needle, progress lines included; on the dense log the signature and
-side-line needles, because its iteration lines are read by the loss package's block reader,
-not prefiltered. The time of `grep -E -c` with every needle is printed beside it.
+the noisy log every needle, progress lines included; on the dense and errors logs the signature
+and side-line needles, because their iteration lines are read by the loss package's block
+reader, not prefiltered. The generic error words count among the needles, though the first
+pass leaves them to the error tracker. The time of `grep -E -c` with every needle is printed
+beside it.
 Triage runs as a user runs it (`trainmedic triage FILE --json`, a fresh process), with its
 peak RSS. Budget (DESIGN.md): triage throughput >= 0.5 x grep's, on each log.
 Run: .venv/bin/python benchmarks/triage_throughput.py [--size 2G] [--dense-size 400M]

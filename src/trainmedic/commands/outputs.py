@@ -129,7 +129,9 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                        "observed failure: rank, host, exitcode"},
         "errors": {"type": "integer", "description": "lines holding an error word "
                    "(Error, Exception, Killed, an exit code, ...; frame lines aside), known or "
-                   "not: a cheap count, not each line's verdict"},
+                   "not, among the lines triage read (a line whose only needle is a generic "
+                   "error word is left to the guess, not read): a cheap count, not each "
+                   "line's verdict"},
         "next": {"type": ["string", "null"], "description": "the walk command to continue"},
         "symptom": _SYMPTOM,
     }),

@@ -157,7 +157,9 @@ class TriageReport:
     notes: list[str] = field(default_factory=list)  # sources read only in part, and why
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (file, why it was not read)
     root_cause: dict[str, Any] | None = None  # the launcher's "first observed failure"
-    errors: int = 0  # lines holding an error word (Error, Killed, exit code, ...), frames aside
+    # lines read that hold an error word (Error, Killed, exit code, ...), frames aside; lines
+    # whose only needle is a generic error word are not read (`unmatched.ErrorTracker`)
+    errors: int = 0
     symptom: SymptomUse | None = None  # what the user said they saw, and how it was used
 
     @property

@@ -44,6 +44,8 @@ from trainmedic.triage.signatures import (
 )
 from trainmedic.triage.sources import (
     InputCut,
+    LastMatches,
+    SideLines,
     Source,
     grep_available,
     grep_candidates,
@@ -59,6 +61,8 @@ _MEGATRON_LINE = re.compile(rb"\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?(?:loss|sk
 _ITERATION_TEXT = re.compile(r"^.{0,40}iteration\s+\d+\s*/\s*\d+\s*\|")
 
 _FRAME_NEEDLE = '", line '  # a traceback's frame line: no error by itself
+# an iteration line as grep's exclusion finds it (`megatron.GREP_EXCLUDE`): the block reader's
+_BLOCK_READ = re.compile(rb"^.{0,40}iteration\s+\d+\s*/\s*\d+\s*\|")
 
 MAX_EVIDENCE = 5
 MAX_RANKS = 4096
@@ -148,6 +152,17 @@ class Scanner:
         # Megatron-style logs: the loss package reads the iteration lines in blocks, so the
         # prefilter looks for everything but the progress lines
         self.side_needles = _minimal(watch | set(SIDE_NEEDLES))
+        self._error_needles = frozenset(unmatched.NEEDLES)
+        # error words nothing else looks for: a line with only these takes the short path
+        self._error_only = self._error_needles - set(self._index) - self._near \
+            - set(launcher.NEEDLES) - set(trends.NEEDLES)
+        # The first pass leaves out the lines whose only needle is such a word (a retry loop's
+        # warning, a frame line): the error tracker gets the last of them when it needs them
+        # (`SideLines`). `needles`/`side_needles` stay every needle triage looks for.
+        first = watch - (self._error_only - set(trends.IB_NEEDLES))
+        self.first_needles = _minimal(first | set(SERIES_NEEDLES))
+        self.first_side_needles = _minimal(first | set(SIDE_NEEDLES))
+        self.error_needles = _minimal(set(unmatched.NEEDLES))
         # Progress lines are recognised by the loss tracker's own checks; leaving out their very
         # common first letters (" ", "l", "o") keeps this per-line scan fast. A lookahead finds
         # needles that overlap ("exits with return code = -9" holds two); the trie takes the
@@ -156,10 +171,6 @@ class Scanner:
         self._combined_s = re.compile(f"(?=({trie}))")
         self._prefixes = {n: [n[:k] for k in range(1, len(n) + 1) if n[:k] in watch]
                           for n in watch}  # each needle's own prefixes: O(length), not O(n²)
-        self._error_needles = frozenset(unmatched.NEEDLES)
-        # error words nothing else looks for: a line with only these takes the short path
-        self._error_only = self._error_needles - set(self._index) - self._near \
-            - set(launcher.NEEDLES) - set(trends.NEEDLES)
         self._launcher_needles = frozenset(launcher.NEEDLES)
         self._trend_needles = frozenset(trends.NEEDLES)
         self._ib_needles = frozenset(trends.IB_NEEDLES)
@@ -193,6 +204,18 @@ class Scanner:
     def _side_b(self) -> re.Pattern[bytes]:
         return trie_pattern(self.side_needles)
 
+    @functools.cached_property
+    def _first_b(self) -> re.Pattern[bytes]:
+        return trie_pattern(self.first_needles)
+
+    @functools.cached_property
+    def _first_side_b(self) -> re.Pattern[bytes]:
+        return trie_pattern(self.first_side_needles)
+
+    @functools.cached_property
+    def _errors_b(self) -> re.Pattern[bytes]:
+        return trie_pattern(self.error_needles)
+
     # ---- driving -------------------------------------------------------------------------
     def scan(self, source: Source) -> None:
         # A file name is shown as it is; a hostile one must not carry escape sequences.
@@ -209,9 +232,10 @@ class Scanner:
             # lines in blocks; lines with more than an iteration line on them come back here
             from trainmedic.triage.loss.megatron import GREP_EXCLUDE
 
-            lines = start_candidates(source, self.side_needles, lambda: self._side_b,
-                                     use_grep=self.use_grep, exclude=GREP_EXCLUDE)
-            idx, recent = self._begin(source)
+            side = self._side_lines(megatron=True)
+            lines = start_candidates(source, self.first_side_needles, lambda: self._side_b,
+                                     use_grep=self.use_grep, exclude=GREP_EXCLUDE, side=side)
+            idx, recent = self._begin(source, side, megatron=True)
             try:
                 stream = _open_plain(source)
                 with stream:
@@ -226,13 +250,16 @@ class Scanner:
                     close()
                 raise
             self._block_read = True
+            self.errors.grep_lines_begin()
             try:
-                self._scan_lines(source, idx, lines, recent)
+                self._scan_lines(source, idx, lines, recent, side)
             finally:
                 self._block_read = False
             return
-        self._scan(source, start_candidates(source, self.needles, lambda: self._combined_b,
-                                            use_grep=self.use_grep))
+        side = self._side_lines(megatron=False)
+        self._scan(source, start_candidates(source, self.first_needles,
+                                            lambda: self._combined_b, use_grep=self.use_grep,
+                                            side=side), side)
 
     def _sniff(self, source: Source) -> tuple[str | None, bool]:
         """(metrics kind or None, whether the text is Megatron-style iteration lines)."""
@@ -264,24 +291,59 @@ class Scanner:
     def scan_stream(self, stream: BinaryIO, name: str) -> None:
         """Scan any binary file-like object (tests feed generated streams of any size)."""
         grep = grep_available() if self.use_grep else None
-        lines = (grep_candidates(None, self.needles, grep, stream=stream) if grep
-                 else python_candidates(stream, self._combined_b))
-        self._scan(Source(name=inert_line(name)), lines)
+        side = self._side_lines(megatron=False)
+        tee = LastMatches.start(self.error_needles) if grep else None
+        if grep is not None and tee is not None:
+            side.tail = tee
+            lines = grep_candidates(None, self.first_needles, grep, stream=stream, tee=tee)
+        else:
+            lines = python_candidates(stream, self._combined_b, side=side)
+        self._scan(Source(name=inert_line(name)), lines, side)
 
-    def _scan(self, source: Source, lines: Iterator[tuple[int, bytes]]) -> None:
-        idx, recent = self._begin(source)
-        self._scan_lines(source, idx, lines, recent)
+    def _scan(self, source: Source, lines: Iterator[tuple[int, bytes]],
+              side: SideLines) -> None:
+        idx, recent = self._begin(source, side)
+        self._scan_lines(source, idx, lines, recent, side)
+
+    def _side_lines(self, *, megatron: bool) -> SideLines:
+        """Where this source's lines left aside go (their last SIDE_KEEP), and come from."""
+        return SideLines(self.error_needles, lambda: self._errors_b,
+                         (lambda: self._first_side_b) if megatron else (lambda: self._first_b))
+
+    def _aside(self, side: SideLines, megatron: bool) -> list[unmatched.Entry]:
+        """The error tracker's entries for the lines `side` set aside, read as the first pass
+        would have read them."""
+        entries: list[unmatched.Entry] = []
+        found_again = side.last()  # searched again: iteration lines were the block reader's
+        for lineno, raw in [*side.taken, *found_again]:
+            if megatron and found_again and _BLOCK_READ.match(raw):
+                continue
+            text = raw.decode("utf-8", "replace")
+            for seg in lineinfo.segments(text):
+                if len(seg) > LINE_CAP:
+                    found = self._combined_s.search(seg)
+                    seg = shorten(seg, LINE_CAP, found.start() if found else None)
+                seg = lineinfo.clean(seg)
+                if lineno == 1 and seg.startswith(("# source:", "# synthetic", "# assembled")):
+                    continue
+                if not self._error_needles.isdisjoint(
+                        p for n in self._combined_s.findall(seg) for p in self._prefixes[n]):
+                    entries.append((seg, lineno, None, None, None))
+        return entries
 
     def finish(self) -> None:
         """Call once after the last source."""
         self.errors.finish()
 
-    def _begin(self, source: Source) -> tuple[int, deque[tuple[int, str]]]:
+    def _begin(self, source: Source, side: SideLines | None = None, *, megatron: bool = False,
+               ) -> tuple[int, deque[tuple[int, str]]]:
         self.files.append(source.name)
         if source.rank is not None:
             add_ranks(self.known_ranks, (source.rank,))
         self._started_in_source = self._progress_in_source = False
-        self.errors.new_source(source.name, lambda text: self._who(text, source))
+        self.errors.new_source(source.name, lambda text: _who_of(text, source),
+                               None if side is None else functools.partial(self._aside, side,
+                                                                           megatron))
         self.launcher.new_source()
         # the last few candidate lines of this source: times, and `near` routes
         return len(self.files) - 1, deque(maxlen=RECENT)
@@ -296,14 +358,20 @@ class Scanner:
         return inert(text)
 
     def _scan_lines(self, source: Source, idx: int, lines: Iterator[tuple[int, bytes]],
-                    recent: deque[tuple[int, str]]) -> None:
+                    recent: deque[tuple[int, str]], side: SideLines | None = None) -> None:
         try:
             for lineno, raw in lines:
                 self._raw_line(raw.decode("utf-8", "replace"), source, idx, lineno, recent)
         except InputCut as cut:
             self.notes.append(inert_line(str(cut)))
+        except BaseException:
+            if side is not None:
+                side.abandon()
+            raise
         finally:
             self._flush_pending()
+        if side is not None:
+            side.collect()
 
     def _raw_line(self, text: str, source: Source, idx: int, lineno: int,
                   recent: deque[tuple[int, str]], *, loss: bool = True) -> None:
@@ -383,6 +451,7 @@ class Scanner:
             self.known_ranks.add(rank)
 
     def _who(self, text: str, source: Source) -> tuple[int | None, str | None]:
+        """The rank and host that printed a line a finding quotes (both count as seen)."""
         rank = lineinfo.line_rank(text)
         if rank is None:
             rank = source.rank
@@ -471,6 +540,14 @@ class Scanner:
         elif (m.rank is not None and all(e[3] != m.rank for e in hit.evidence)
               and len(hit.ranks) <= 2):
             hit.evidence[-1] = line  # keep one line of a second rank: who else saw it
+
+
+def _who_of(text: str, source: Source) -> tuple[int | None, str | None]:
+    """The rank and host that printed a line, without counting them as seen (an error the
+    tracker resolves: the lines it reads were counted when read, and those left aside are not
+    read as candidates)."""
+    rank = lineinfo.line_rank(text)
+    return (source.rank if rank is None else rank), lineinfo.line_host(text)
 
 
 def add_ranks(into: set[int], ranks: Iterable[int]) -> bool:

@@ -17,7 +17,9 @@ or beyond `GZ_MAX_BYTES` too: both raise `InputCut`, which the scanner reports a
 from __future__ import annotations
 
 import bisect
+import collections
 import contextlib
+import functools
 import io
 import os
 import re
@@ -278,10 +280,14 @@ class _BreakWatch:
 
 
 def python_candidates(stream: BinaryIO, needles: re.Pattern[bytes], *, name: str = "<stream>",
-                      after: int = 0) -> Iterator[tuple[int, bytes]]:
+                      after: int = 0, side: SideLines | None = None,
+                      ) -> Iterator[tuple[int, bytes]]:
     """Yield (1-based line number, line bytes) of lines with a needle; bounded memory.
 
-    Lines up to number `after` are skipped (grep already read them)."""
+    Lines up to number `after` are skipped (grep already read them). With `side`, `needles`
+    are all the needles, and a line with none of the first pass's (`side.first`) goes to
+    `side.take` instead (only a generic error word on it)."""
+    first = side.first() if side is not None else None
     lineno = 1  # number of the line that starts at buf[0]
     buf = b""
     watch = _BreakWatch()
@@ -314,7 +320,10 @@ def python_candidates(stream: BinaryIO, needles: re.Pattern[bytes], *, name: str
             lineno += buf.count(b"\n", counted, start)
             counted = start
             if lineno > after:
-                yield lineno, buf[start:stop]
+                if first is None or first.search(buf, start, stop):
+                    yield lineno, buf[start:stop]
+                elif side is not None and side.path is None:  # else searched again if needed
+                    side.take(lineno, buf[start:stop])
             pos = stop + 1
             if pos >= end:
                 break
@@ -325,7 +334,13 @@ def python_candidates(stream: BinaryIO, needles: re.Pattern[bytes], *, name: str
 
 
 def trie_pattern(needles: list[str]) -> re.Pattern[bytes]:
-    """One regex for many literals, factored as a trie (3x faster than a flat alternation)."""
+    """One regex for many literals, factored as a trie (3x faster than a flat alternation).
+    Built once per set of needles (every pasted text's scanner asks for the same few)."""
+    return _trie_pattern(tuple(needles))
+
+
+@functools.lru_cache(maxsize=16)
+def _trie_pattern(needles: tuple[str, ...]) -> re.Pattern[bytes]:
     trie: dict = {}
     for needle in needles:
         node = trie
@@ -345,12 +360,17 @@ def trie_pattern(needles: list[str]) -> re.Pattern[bytes]:
     return re.compile(build(trie))
 
 
+def _ere(needles: list[str]) -> str:
+    """One ERE alternation: GNU grep's DFA runs it faster than -F with ~100 -e literals."""
+    return "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n) for n in needles)
+
+
 def grep_available() -> str | None:
     return shutil.which("grep")
 
 
 def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException], breaks: list[int],
-          name: str) -> None:
+          name: str, tee: LastMatches | None = None) -> None:
     """Copy a stream (gzip, stdin, generated) into grep's stdin, block by block.
 
     grep holds a whole line in memory: after MAX_LINE bytes without a newline one is inserted,
@@ -372,10 +392,14 @@ def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException], breaks:
             since_newline = (since_newline + len(block) if not newlines
                              else len(block) - block.rfind(b"\n") - 1)
             sink.write(block)
+            if tee is not None:
+                tee.write(block)
             if since_newline >= MAX_LINE:
                 lines += 1
                 breaks.append(lines)
                 sink.write(b"\n")
+                if tee is not None:
+                    tee.write(b"\n")
                 since_newline = 0
     except BrokenPipeError:
         pass  # grep is gone (killed on timeout): the reader reports it
@@ -384,11 +408,14 @@ def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException], breaks:
     finally:
         with contextlib.suppress(OSError):
             sink.close()
+        if tee is not None:
+            tee.close_input()
 
 
 def grep_candidates(
     path: str | None, needles: list[str], grep: str, *, stream: BinaryIO | None = None,
     timeout: float | None = None, name: str | None = None, exclude: str | None = None,
+    tee: LastMatches | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Run `grep -a -n -E` over a plain file (or a stream piped into it); yield its matches.
 
@@ -398,8 +425,7 @@ def grep_candidates(
     a first grep drops the lines it matches, and numbers the others, so the needle search never
     spends time on lines the caller reads itself.
     """
-    # One ERE alternation: GNU grep's DFA runs it faster than -F with ~100 -e literals.
-    ere = "|".join(re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", n) for n in needles)
+    ere = _ere(needles)
     args = [grep, "-a", "-n", "-E", "-e", ere]
     if path is not None:
         args += ["--", path]
@@ -444,7 +470,9 @@ def grep_candidates(
     if stream is not None:
         assert proc.stdin is not None
         feeder = threading.Thread(target=_feed, args=(stream, proc.stdin, feed_errors, breaks,
-                                                      name), daemon=True)
+                                                      name, tee), daemon=True)
+        if tee is not None:
+            tee.breaks = breaks
         feeder.start()
     return _output(proc, first, timer, feeder, feed_errors, breaks, name, path, timeout)
 
@@ -525,20 +553,194 @@ def _limit_memory(pid: int) -> None:
 
 Combined = Callable[[], re.Pattern[bytes]]
 
+SIDE_KEEP = 256  # lines set aside that are kept per source: the last ones
+SIDE_CUT = 64 << 10  # bytes of a line set aside that are kept
+
+
+class SideLines:
+    """The lines a first pass leaves aside: those whose only needle is a generic error word
+    (`Error`, `Exception`, a frame line). A retry loop prints them by the million, and only
+    the last error of a source is ever reported, so they are not read one by one: the Python
+    pass hands them to `take` (it sees them anyway), a stream fed to grep is searched for them
+    by a second pipeline at the same time (`tail`), and a plain file is searched again only if
+    the answer needs them (`path`, `last()`). Each way keeps the last `SIDE_KEEP` lines."""
+
+    def __init__(self, needles: list[str], pattern: Combined, first: Combined) -> None:
+        self.needles = needles  # every error word (a line holding one may be an error)
+        self.pattern = pattern  # the same, for Python
+        self.first = first  # the first pass's needles, for Python
+        self.taken: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=SIDE_KEEP)
+        self.tail: LastMatches | None = None
+        self.path: str | None = None
+        self.name = ""
+
+    def take(self, lineno: int, line: bytes) -> None:
+        """A line the Python pass set aside."""
+        self.taken.append((lineno, line[:SIDE_CUT]))
+
+    def collect(self) -> None:
+        """The stream ended: the second pipeline's lines are read now, and its processes end."""
+        if self.tail is not None:
+            tail, self.tail = self.tail, None
+            self.taken.extend(tail.result() or [])
+
+    def abandon(self) -> None:
+        """The scan failed: stop the second pipeline."""
+        if self.tail is not None:
+            tail, self.tail = self.tail, None
+            tail.stop()
+
+    def last(self) -> list[tuple[int, bytes]]:
+        """The last lines holding an error word: from the second pipeline, or searched again
+        in the plain file (grep, else Python); [] when the lines were taken already."""
+        if self.tail is not None:
+            return self.tail.result() or []
+        if self.path is None:
+            return []
+        grep = grep_available()
+        if grep and os.path.getsize(self.path) >= GREP_MIN_BYTES:
+            found = LastMatches.start(self.needles, path=self.path)
+            result = found.result() if found is not None else None
+            if result is not None:
+                return result
+        kept: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=SIDE_KEEP)
+        try:
+            with open(self.path, "rb") as stream:
+                kept.extend((n, line[:SIDE_CUT]) for n, line in
+                            python_candidates(stream, self.pattern(), name=self.name))
+        except (OSError, InputCut):
+            pass  # what was read is kept; the first pass already said why it stopped
+        return list(kept)
+
+
+class LastMatches:
+    """`grep -n | cut | tail`: the last SIDE_KEEP lines holding a needle, each cut to SIDE_CUT
+    bytes, found in C at grep's speed and in bounded memory (grep runs under its limit; cut
+    reads a line as a stream; tail holds the short lines it keeps)."""
+
+    def __init__(self, procs: list[subprocess.Popen], timeout: float) -> None:
+        self.procs = procs
+        self.breaks: list[int] = []  # set by the feeder of a stream (its inserted newlines)
+        self.failed = False
+        self.timer = threading.Timer(timeout, self._kill)
+        self.timer.daemon = True
+        self.timer.start()
+
+    @classmethod
+    def start(cls, needles: list[str], *, path: str | None = None) -> LastMatches | None:
+        """Search `path`, or (without one) what `write` feeds; None if a tool is missing."""
+        grep, cut, tail = grep_available(), shutil.which("cut"), shutil.which("tail")
+        if not (grep and cut and tail):
+            return None
+        ere = _ere(needles)
+        env = dict(os.environ, LC_ALL="C")
+        procs: list[subprocess.Popen] = []
+        try:
+            first = children.spawn([grep, "-a", "-n", "-E", "-e", ere,
+                                    *(["--", path] if path is not None else [])],
+                                   stdin=subprocess.PIPE if path is None else subprocess.DEVNULL,
+                                   env=env)
+            procs.append(first)
+            _limit_memory(first.pid)
+            procs.append(children.spawn([cut, "-c", f"1-{SIDE_CUT}"], stdin=first.stdout,
+                                        env=env))
+            procs.append(children.spawn([tail, "-n", str(SIDE_KEEP)], stdin=procs[1].stdout,
+                                        env=env))
+        except OSError:
+            for proc in procs:
+                children.stop(proc)
+                children.release(proc)
+            return None
+        finally:
+            for proc in procs[:2]:
+                if proc.stdout is not None:
+                    proc.stdout.close()  # the next one in the pipe holds it
+        size = os.path.getsize(path) if path is not None else 0
+        return cls(procs, 60.0 + size / 20e6 if path is not None else 3600.0)
+
+    def write(self, block: bytes) -> None:
+        stdin = self.procs[0].stdin
+        if self.failed or stdin is None:
+            return
+        try:
+            stdin.write(block)
+        except OSError:  # grep is gone (out of its memory, or stopped): no side lines then
+            self.failed = True
+
+    def close_input(self) -> None:
+        stdin = self.procs[0].stdin
+        if stdin is not None:
+            with contextlib.suppress(OSError):
+                stdin.close()
+
+    def _kill(self) -> None:
+        self.failed = True
+        for proc in self.procs:
+            children.stop(proc)
+
+    def stop(self) -> None:
+        self.timer.cancel()
+        self._kill()
+        for proc in self.procs:
+            children.release(proc)
+            for pipe in (proc.stdout, proc.stderr, proc.stdin):
+                if pipe is not None:
+                    with contextlib.suppress(OSError):
+                        pipe.close()
+
+    def result(self) -> list[tuple[int, bytes]] | None:
+        """(line number, line) of the last matches; None when the pipeline failed."""
+        tail = self.procs[-1]
+        try:
+            assert tail.stdout is not None
+            out = tail.stdout.read()  # at most SIDE_KEEP lines of SIDE_CUT bytes
+            codes = []
+            for proc in self.procs:
+                if proc.stderr is not None:
+                    proc.stderr.read()
+                codes.append(proc.wait())
+        finally:
+            self.timer.cancel()
+            for proc in self.procs:
+                if proc.poll() is None:
+                    children.stop(proc)
+                children.release(proc)
+                for pipe in (proc.stdout, proc.stderr, proc.stdin):
+                    if pipe is not None:
+                        with contextlib.suppress(OSError):
+                            pipe.close()
+        if self.failed or codes[0] not in (0, 1) or any(codes[1:]):
+            return None
+        lines = []
+        for raw in out.splitlines():
+            number, sep, line = raw.partition(b":")
+            if not sep or not number.isdigit():
+                continue  # a line cut inside its number (cannot happen below SIDE_CUT)
+            lineno = int(number)
+            if self.breaks:
+                lineno -= bisect.bisect_left(self.breaks, lineno)
+            lines.append((lineno, line))
+        return lines
+
 
 def candidates(
-    source: Source, needles: list[str], combined: Combined, *, use_grep: bool = True
+    source: Source, needles: list[str], combined: Combined, *, use_grep: bool = True,
+    side: SideLines | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Candidate lines of one source, by the fastest prefilter that applies.
 
     `combined` gives the needles' Python pattern; it is asked for only when grep cannot do the
-    pass (compiling a few hundred needles costs tens of milliseconds of every start)."""
+    pass (compiling a few hundred needles costs tens of milliseconds of every start). With
+    `side`, `needles` are the first pass's and `combined` every needle: the lines left aside
+    are found as `SideLines` says."""
     grep = grep_available() if use_grep else None
     if source.path is not None and not os.path.isfile(source.path):
         raise UsageError(f"{source.name}: not a regular file")
     after = 0
     if (grep and source.data is None and source.path is not None and not source.gz
             and os.path.getsize(source.path) >= GREP_MIN_BYTES):
+        if side is not None:
+            side.path, side.name = source.path, source.name  # searched again if needed
         try:
             yield from grep_candidates(source.path, needles, grep, name=source.name)
             return
@@ -547,9 +749,17 @@ def candidates(
     stream = _open(source)
     try:
         if grep and source.data is None and (source.gz or source.path is None):
-            yield from grep_candidates(None, needles, grep, stream=stream, name=source.name)
+            tee = LastMatches.start(side.needles) if side is not None else None
+            if side is not None and tee is None:  # no cut or tail: Python reads it all
+                yield from python_candidates(stream, combined(), name=source.name, side=side)
+                return
+            if side is not None:
+                side.tail = tee
+            yield from grep_candidates(None, needles, grep, stream=stream, name=source.name,
+                                       tee=tee)
         else:
-            yield from python_candidates(stream, combined(), name=source.name, after=after)
+            yield from python_candidates(stream, combined(), name=source.name, after=after,
+                                         side=side)
     except READ_ERRORS as exc:  # gzip: truncated, corrupt, or not gzip at all
         raise UsageError(f"{source.name}: cannot read: {exc}") from exc
     finally:
@@ -559,24 +769,28 @@ def candidates(
 
 def start_candidates(
     source: Source, needles: list[str], combined: Combined, *, use_grep: bool = True,
-    exclude: str | None = None,
+    exclude: str | None = None, side: SideLines | None = None,
 ) -> Iterator[tuple[int, bytes]]:
     """Like `candidates`, but a grep for a plain file starts now, before the first `next`."""
     grep = grep_available() if use_grep else None
     if (grep and source.data is None and source.path is not None and not source.gz
             and os.path.isfile(source.path) and os.path.getsize(source.path) >= GREP_MIN_BYTES):
+        if side is not None:
+            side.path, side.name = source.path, source.name
         started = grep_candidates(source.path, needles, grep, name=source.name, exclude=exclude)
-        return _finish_in_python(started, source, combined)
-    return candidates(source, needles, combined, use_grep=use_grep)
+        return _finish_in_python(started, source, combined, side)
+    return candidates(source, needles, combined, use_grep=use_grep, side=side)
 
 
 def _finish_in_python(lines: Iterator[tuple[int, bytes]], source: Source,
-                      combined: Combined) -> Iterator[tuple[int, bytes]]:
-    """grep's lines; if grep cannot hold a line, the Python pass reads on from where it stopped."""
+                      combined: Combined, side: SideLines | None = None,
+                      ) -> Iterator[tuple[int, bytes]]:
+    """grep's lines; if grep cannot hold a line, the Python pass reads on from where it
+    stopped."""
     try:
         yield from lines
     except _GrepLineTooLong as too_long:
         assert source.path is not None
         with open(source.path, "rb") as stream:
             yield from python_candidates(stream, combined(), name=source.name,
-                                         after=too_long.lineno)
+                                         after=too_long.lineno, side=side)

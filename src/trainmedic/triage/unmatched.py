@@ -1,12 +1,13 @@
 """Errors no signature knows: triage must never call such a log clean.
 
-A candidate line with an error word is kept here; once its source ends, its last lines are
-classified backwards: a Python exception line, a traceback header, a kill or crash of a process,
-a non-zero exit, an NCCL WARN, a CUDA error. Lines a signature matched are *covered*; the last
-uncovered error of each source, with the `File "...", line N` frame above it and the rank or
-host that printed it, becomes a low-confidence finding marked as a guess when nothing else
-explains the log. Only that line is classified and attributed: a retry loop printing the same
-error a million times costs a ring append per line.
+A candidate line with an error word is kept here; once the answer needs it, a source's last
+lines are classified backwards: a Python exception line, a traceback header, a kill or crash of
+a process, a non-zero exit, an NCCL WARN, a CUDA error. Lines a signature matched are
+*covered*; the last uncovered error of each source, with the `File "...", line N` frame above
+it and the rank or host that printed it, becomes a low-confidence finding marked as a guess
+when nothing else explains the log. Only that line is classified and attributed, and lines
+whose only needle is a generic error word are not read one by one at all (see `ErrorTracker`):
+a retry loop printing the same error a million times costs grep's time, not Python's.
 """
 
 from __future__ import annotations
@@ -78,36 +79,82 @@ def classify(text: str) -> tuple[str, str | None] | None:
 
 _SUPPRESSIBLE = frozenset(("traceback", "exit", "killed", "crash", "nccl"))
 RING = 256  # candidate lines kept per source: the last error is found among them at its end
+# characters of ended sources' rings kept unresolved (a folder of thousands of rank logs): past
+# this the oldest is resolved at once (its lines left aside searched for now)
+MAX_WAITING = 32 << 20
 
 Who = Callable[[str], tuple[int | None, str | None]]
+# (text, line number, kind if a signature covered the line, its rank, its host)
+Entry = tuple[str, int, str | None, int | None, str | None]
+# the entries of the lines the first pass left aside (only a generic error word on them)
+Aside = Callable[[], list[Entry]]
+
+
+@dataclass
+class _Ended:
+    """A source that ended: its ring, and where its lines left aside come from."""
+
+    file: str
+    who: Who
+    ring: list[Entry]
+    first_block: int  # entries before this index came before the grep lines (block reader)
+    aside: Aside | None
 
 
 class ErrorTracker:
-    """Bounded: per source a ring of its last candidate lines, read backwards once the source
-    ends (only the last uncovered error of each source is ever reported, so the lines before
-    it are never classified); overall a count of the lines that hold an error word."""
+    """Bounded: per source a ring of its last candidate lines, read backwards when the answer
+    needs it (only the last uncovered error of each source is ever reported, so the lines before
+    it are never classified); overall a count of the lines read that hold an error word.
+
+    Lines whose only needle is a generic error word are left out of the first pass (a retry
+    loop prints millions): a source's `aside` gives the last of them when its ring is resolved,
+    and they take their place in it by line number."""
 
     def __init__(self) -> None:
         self.count = 0  # candidate lines holding an error word (a cheap count, not a verdict)
-        self.uncovered: list[ErrorLine] = []  # the last uncovered error of each source
+        self._uncovered: list[ErrorLine] = []  # the last uncovered error of each source
         # the last error a signature matched: if every finding it made is dropped (a SIGKILL
         # the launcher sent), the log still is not clean
         self.last_covered: ErrorLine | None = None
-        # (text, line number, kind if a signature covered the line, its rank, its host)
-        self._ring: deque[tuple[str, int, str | None, int | None, str | None]] = deque(
-            maxlen=RING)
+        self._ring: deque[Entry] = deque(maxlen=RING)
+        self._added = 0  # entries appended to this source's ring
+        self._grep_from: int | None = None  # `_added` when the grep lines began
         self._file = ""
         self._who: Who = _nobody
+        self._aside: Aside | None = None
+        self._ended: list[_Ended] = []
+        self._waiting = 0  # characters in `_ended`
 
-    def new_source(self, file: str = "", who: Who | None = None) -> None:
-        """End the current source (its last uncovered error is chosen now) and start `file`;
-        `who` says which rank and host printed a line of it."""
-        last = self._resolve()
-        if last is not None:
-            self.uncovered.append(last)
+    @property
+    def uncovered(self) -> list[ErrorLine]:
+        """The last uncovered error of each ended source (resolved now, once)."""
+        while self._ended:
+            self._settle(self._ended.pop(0))
+        return self._uncovered
+
+    def new_source(self, file: str = "", who: Who | None = None,
+                   aside: Aside | None = None) -> None:
+        """End the current source and start `file`; `who` says which rank and host printed a
+        line of it (without side effects), `aside` gives its lines left aside."""
+        if self._ring or self._aside is not None:
+            first = 0 if self._grep_from is None else max(
+                0, self._grep_from - (self._added - len(self._ring)))
+            self._ended.append(_Ended(self._file, self._who, list(self._ring), first,
+                                      self._aside))
+            self._waiting += sum(len(e[0]) for e in self._ring)
+            while self._waiting > MAX_WAITING:  # memory stays bounded over many files
+                self._settle(self._ended.pop(0))
         self._ring.clear()
+        self._added = 0
+        self._grep_from = None
         self._file = file
         self._who = who or _nobody
+        self._aside = aside
+
+    def grep_lines_begin(self) -> None:
+        """The lines from here on come from the prefilter, in line order (those before came
+        from the block reader): lines left aside take their place among these."""
+        self._grep_from = self._added
 
     def finish(self) -> None:
         self.new_source()
@@ -116,7 +163,7 @@ class ErrorTracker:
         """A candidate line no signature matched: kept until the source ends."""
         if not frame_only:
             self.count += 1
-        self._ring.append((text, lineno, None, None, None))
+        self._append((text, lineno, None, None, None))
 
     def add_covered(self, text: str, lineno: int, rank: int | None, host: str | None) -> None:
         """A candidate line a signature matched: it is no unknown error, but it may be the last
@@ -127,13 +174,43 @@ class ErrorTracker:
         if found is not None:
             self.last_covered = ErrorLine(self._file, lineno, text.strip()[:2000], kind, rank,
                                           host)
-        self._ring.append((text, lineno, kind, rank, host))
+        self._append((text, lineno, kind, rank, host))
+
+    def _append(self, entry: Entry) -> None:
+        self._ring.append(entry)
+        self._added += 1
 
     # ---- the end of a source ----------------------------------------------------------------
-    def _resolve(self) -> ErrorLine | None:
-        """The error a forward read would keep: the last uncovered one, except that a traceback
-        header or an exit/kill/crash/NCCL warning of the same rank after an exception is that
-        exception's echo. Read backwards to the last error no echo rule can skip, then forward."""
+    def _settle(self, ended: _Ended) -> None:
+        ring = ended.ring
+        self._waiting -= sum(len(e[0]) for e in ring)
+        if ended.aside is not None:
+            aside = ended.aside()
+            if aside:
+                # a ring that did not fill holds every line read; else a line left aside that is
+                # older than all of it is older than RING errors too, and drops out below
+                seen = {e[1] for e in ring}
+                head, tail = ring[: ended.first_block], ring[ended.first_block :]
+                tail = sorted([*tail, *(e for e in aside if e[1] not in seen)],
+                              key=lambda e: e[1])  # stable: one line's segments stay in order
+                ring = [*head, *tail][-RING:]
+        last = _Resolver(ring, ended.file, ended.who).last()
+        if last is not None:
+            self._uncovered.append(last)
+
+
+class _Resolver:
+    """The error a forward read of one source's ring would keep."""
+
+    def __init__(self, ring: list[Entry], file: str, who: Who) -> None:
+        self._ring = ring
+        self._file = file
+        self._who = who
+
+    def last(self) -> ErrorLine | None:
+        """The last uncovered error, except that a traceback header or an exit/kill/crash/NCCL
+        warning of the same rank after an exception is that exception's echo. Read backwards to
+        the last error no echo rule can skip, then forward."""
         ring = self._ring
         if not ring:
             return None

@@ -38,15 +38,12 @@ _TQDM = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 _LIGHTNING = re.compile(r"^\s*Epoch (\d+):[^|\[]*(?:\|[^|]*\|\s*(\d+)/(\d+)|:\s*(\d+)it)\s*"
                         r"\[([^\]]*)")
 _POSTFIX = re.compile(r"([A-Za-z_][\w/.%]*)=(" + NUM + r")")
-_PLAIN = re.compile(
-    r"\b(?:step|iter|iteration|global_step)\b\s*[:=#]?\s*(\d+)\b.*?\b(?:(?:train|total)[_ ])?"
-    r"loss\b\s*[:=]?\s*(" + NUM + r")", re.I,
-)
+# "step N ... loss X" (or "N iter ... loss X"), read by `after_marker`: one regex with a lazy gap
+# between them tried the gap from every step word (quadratic on a line repeating "iteration 1/")
+_PLAIN_STEP = re.compile(r"\b(?:step|iter|iteration|global_step)\b\s*[:=#]?\s*(\d+)\b", re.I)
 # the count before the word: "000 epoch, 02000 iter, average time 0.63, loss -403.43"
-_PLAIN_AFTER = re.compile(
-    r"(?<![\w.])(\d+)\s+(?:iter|iters|iteration|step)\b.*?\b(?:(?:train|total)[_ ])?"
-    r"loss\b\s*[:=]?\s*(" + NUM + r")", re.I,
-)
+_PLAIN_COUNT = re.compile(r"(?<![\w.])(\d+)\s+(?:iter|iters|iteration|step)\b", re.I)
+_PLAIN_LOSS = re.compile(r"\b(?:(?:train|total)[_ ])?loss\b\s*[:=]?\s*(" + NUM + r")", re.I)
 _PLAIN_GRAD = re.compile(r"\bgrad[_ ]?norm\b\s*[:=]?\s*(" + NUM + r")", re.I)
 _TITAN = re.compile(r"\bstep:\s*(\d+)\s+loss:\s*(" + NUM + r")(?:\s+grad_norm:\s*(" + NUM + r"))?")
 _MMENGINE = re.compile(r"\b(Epoch|Iter)\(train\)\s*(?:\[\s*(\d+)\])?\s*\[\s*(\d+)/(\d+)\]")
@@ -57,10 +54,12 @@ _MM_LOSS = re.compile(r"(?<![\w.])loss:\s*(" + NUM + r")")
 _MM_GRAD = re.compile(r"\bgrad_norm:\s*(" + NUM + r")")
 _DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)")
 _DS_GLOBAL = re.compile(r"global_step=(\d+)")
-_DS_OVERFLOW = re.compile(r"OVERFLOW!.*?Attempted loss scale: (" + NUM + r")(?:, reducing to ("
-                          + NUM + r"))?")
-_APEX_OVERFLOW = re.compile(r"Gradient overflow\.\s+Skipping step.*?reducing loss scale to ("
-                            + NUM + r")")
+# fp16 overflow lines, each read as its marker then the first scale after it (`after_marker`):
+# a lazy gap between them was tried from every marker (quadratic on a line repeating it)
+_DS_OVERFLOW = (re.compile(r"OVERFLOW!"), re.compile(
+    r"Attempted loss scale: (" + NUM + r")(?:, reducing to (" + NUM + r"))?"))
+_APEX_OVERFLOW = (re.compile(r"Gradient overflow\.\s+Skipping step"),
+                  re.compile(r"reducing loss scale to (" + NUM + r")"))
 _SAVED = re.compile(r"saved checkpoint (?:from|at) iteration\s+(\d+)(?: to (\S+))?", re.I)
 _HF_SAVED = re.compile(r"Saving model checkpoint to (\S*?checkpoint-(\d+))\b")
 # "saved/saving ... checkpoint/model ... step N", read in three searches (`_generic_saved`): one
@@ -90,6 +89,36 @@ def parse_float(text: str) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def plain_step_loss(text: str) -> tuple[str, str] | None:
+    """(step, loss) of a plain `step 100 ... loss 2.3` (or `100 iter ... loss 2.3`) line, as
+    `STEP.*?LOSS` reads it."""
+    found = after_marker(_PLAIN_STEP, _PLAIN_LOSS, text) or after_marker(_PLAIN_COUNT,
+                                                                          _PLAIN_LOSS, text)
+    return None if found is None else (found[0].group(1), found[1].group(1))
+
+
+def after_marker(marker: re.Pattern[str], what: re.Pattern[str],
+                 text: str) -> tuple[re.Match[str], re.Match[str]] | None:
+    """(marker, what) where `marker.*?what` matches first, in linear time: the first marker
+    whose line holds `what` after it, with the first such `what` (a later marker on the same
+    line cannot do better: the part after it is part of the part after the first). One regex
+    with the lazy gap tried the gap from every marker: quadratic on a line repeating it."""
+    pos = 0
+    found: re.Match[str] | None = None
+    while True:
+        head = marker.search(text, pos)
+        if head is None:
+            return None
+        if found is None or found.start() < head.end():
+            found = what.search(text, head.end())
+            if found is None:
+                return None  # none after this marker, so none after a later one either
+        newline = text.find("\n", head.end(), found.start())
+        if newline < 0:
+            return head, found
+        pos = newline + 1  # the gap cannot cross a line break: the next line's first marker
 
 
 def megatron_fields(text: str) -> dict[str, str]:
@@ -187,8 +216,9 @@ class LineReader:
                 if "OVERFLOW" not in text and "'loss'" not in text:
                     return True
         if "OVERFLOW!" in text or "Gradient overflow" in text:
-            m = _DS_OVERFLOW.search(text) or _APEX_OVERFLOW.search(text)
-            if m:
+            pair = after_marker(*_DS_OVERFLOW, text) or after_marker(*_APEX_OVERFLOW, text)
+            if pair:
+                m = pair[1]
                 new = m.group(m.lastindex or 1)
                 before = float(m.group(1)) if m.lastindex == 2 else None
                 step = self._step_ctx if self._step_ctx is not None else self._tqdm_step
@@ -239,12 +269,12 @@ class LineReader:
             if m and self._openmmlab("mmengine", int(m.group(2)) if m.group(2) else None,
                                      int(m.group(3)), int(m.group(4)), text, where):
                 return True
-        m = _PLAIN.search(text) or _PLAIN_AFTER.search(text)
-        if m:
+        found = plain_step_loss(text)
+        if found:
             self._fmt("plain", lineno)
             g = _PLAIN_GRAD.search(text)
             grad = parse_float(g.group(1)) if g else None
-            self.s.point(int(m.group(1)), float(m.group(2)), grad=grad, where=where)
+            self.s.point(int(found[0]), float(found[1]), grad=grad, where=where)
             return True
         return False
 
