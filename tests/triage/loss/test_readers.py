@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import random
+import struct
 
 import pytest
 
@@ -200,6 +202,26 @@ def test_a_truncated_event_file_ends_quietly(tmp_path):
     cut.write_bytes(data[: len(data) // 2 + 7])
     a = read(cut)
     assert 0 < a.count < 200
+
+
+def test_text_after_an_event_file_or_garbage_under_its_name_is_no_traceback(tmp_path):
+    """A length read from text (8 bytes of ASCII: exabytes) or a message cut inside a field
+    used to raise MemoryError or OverflowError out of the reader."""
+    data = (LOSS / "tensorboard" / "events.out.tfevents.tensorboardx").read_bytes()
+    appended = tmp_path / "events.out.tfevents.appended"
+    appended.write_bytes(data + b"appended text line one\nsecond line of text\n")
+    a = read(appended)
+    assert a.count == 200 and [s.start for s in a.spikes] == [120]
+    noise = random.Random(7)
+    for n in range(20):
+        junk = tmp_path / f"events.out.tfevents.junk{n}"
+        junk.write_bytes(bytes(noise.randrange(256) for _ in range(4000)))
+        read(junk)  # whatever it reads, it returns
+    # a record whose length fits but whose message stops inside a varint
+    record = struct.pack("<Q", 3) + b"\0" * 4 + b"\x10\xff\xff" + b"\0" * 4
+    cut = tmp_path / "events.out.tfevents.cutfield"
+    cut.write_bytes(data + record)
+    assert read(cut).count == 200
 
 
 def test_wandb_chart_export(tmp_path):

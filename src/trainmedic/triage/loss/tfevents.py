@@ -5,7 +5,9 @@ A record is `uint64 length | uint32 masked crc32c(length) | data | uint32 masked
 (1): tag (1, string), simple_value (2, float), tensor (8, `TensorProto`: dtype 1, float_val 5,
 double_val 6, tensor_content 4, half_val 13). PyTorch's SummaryWriter and tensorboardX write
 simple_value; TF2 and newer writers write a scalar tensor. CRCs are not checked (speed); a
-truncated last record (a run that is still writing) ends the file quietly.
+truncated last record (a run that is still writing) ends the file quietly, and so does a record
+that cannot be one (a length past MAX_RECORD, a message cut inside a field: text appended to an
+event file, a file that only has the name): read as far as it is sound, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 _DTYPE_FLOAT, _DTYPE_DOUBLE, _DTYPE_HALF, _DTYPE_BF16 = 1, 2, 19, 14
+MAX_RECORD = 1 << 26  # an event record of scalars is bytes to kilobytes; more is not a record
 
 
 def looks_like_tfevents(head: bytes, name: str) -> bool:
@@ -100,31 +103,42 @@ def scalars(stream: BinaryIO) -> Iterator[tuple[int, str, float]]:
         if len(header) < 12:
             return
         (length,) = struct.unpack_from("<Q", header, 0)
+        if length > MAX_RECORD:
+            return  # not a record: what follows is not an event file
         data = read(length)
         if len(data) < length or len(read(4)) < 4:
             return  # truncated record: the writer was still running
-        step = 0
-        summary = None
-        for num, wire, val in _fields(data):
-            if num == 2 and wire == 0:
-                step = int(val)
-                if step >= 1 << 63:
-                    step -= 1 << 64
-            elif num == 5 and wire == 2:
-                summary = val
-        if summary is None:
+        try:
+            found = list(_scalars_of(data))
+        except (IndexError, struct.error):
+            return  # a message cut inside a field: not an event record
+        yield from found
+
+
+def _scalars_of(data: bytes) -> Iterator[tuple[int, str, float]]:
+    """The scalars of one Event record; IndexError or struct.error when it is not one."""
+    step = 0
+    summary = None
+    for num, wire, val in _fields(data):
+        if num == 2 and wire == 0:
+            step = int(val)
+            if step >= 1 << 63:
+                step -= 1 << 64
+        elif num == 5 and wire == 2:
+            summary = val
+    if summary is None:
+        return
+    for num, wire, val in _fields(bytes(summary)):
+        if num != 1 or wire != 2:
             continue
-        for num, wire, val in _fields(bytes(summary)):
-            if num != 1 or wire != 2:
-                continue
-            tag = ""
-            value = None
-            for vnum, vwire, vval in _fields(bytes(val)):
-                if vnum == 1 and vwire == 2:
-                    tag = bytes(vval).decode("utf-8", "replace")
-                elif vnum == 2 and vwire == 5:
-                    value = struct.unpack("<f", vval)[0]
-                elif vnum == 8 and vwire == 2:
-                    value = _tensor_value(bytes(vval))
-            if tag and value is not None:
-                yield step, tag, value
+        tag = ""
+        value = None
+        for vnum, vwire, vval in _fields(bytes(val)):
+            if vnum == 1 and vwire == 2:
+                tag = bytes(vval).decode("utf-8", "replace")
+            elif vnum == 2 and vwire == 5:
+                value = struct.unpack("<f", vval)[0]
+            elif vnum == 8 and vwire == 2:
+                value = _tensor_value(bytes(vval))
+        if tag and value is not None:
+            yield step, tag, value
