@@ -32,8 +32,8 @@ from trainmedic.triage.loss.detect import SeriesAnalyzer, Where
 
 NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
 MEGATRON_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
-_HF_LOSS = re.compile(r"[{,]\s*'loss': '?(" + NUM + r")'?\s*[,}]")
-_HF_FIELD = re.compile(r"'(grad_norm|learning_rate|epoch|step)': '?(" + NUM + r")'?")
+_HF_LOSS = re.compile(r"[{,]\s*'loss':\s*'?(" + NUM + r")'?\s*[,}]")
+_HF_FIELD = re.compile(r"'(grad_norm|learning_rate|epoch|step)':\s*'?(" + NUM + r")'?")
 _TQDM = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 _LIGHTNING = re.compile(r"^\s*Epoch (\d+):[^|\[]*(?:\|[^|]*\|\s*(\d+)/(\d+)|:\s*(\d+)it)\s*"
                         r"\[([^\]]*)")
