@@ -25,3 +25,24 @@ def test_trainer_dicts_with_aligned_columns_are_read():
     read: the pre-clip grad norm jumping to 11140 is an explosion."""
     assert top_link("loss-spike/hf_trainer_grad_norm_11140_isolated_spike_lora_gemma4_unsloth_"
                     "5207.log") == "loss-spike#grad-norm-explosion"
+
+
+def test_one_step_spike_mid_run_that_recovers_asks_what_caused_it():
+    """LLaVA #918: 0.80 then 4.27 at step 2566, 0.77 the next step. Two points before it are
+    enough 2500 steps into a run, and one bad step the run shrugged off needs no roll-back:
+    the tree asks what caused it (spike-when)."""
+    assert top_link("loss-spike/hf_trainer_single_step_loss_jump_4_27_recovers_llava_lora_"
+                    "918.log") == "loss-spike#spike-when"
+
+
+def test_two_points_before_a_jump_at_the_start_of_a_run_stay_quiet():
+    """At the start of a run the loss swings: a threefold jump after two points is not read as
+    a spike there (the same numbers 2500 steps in are)."""
+    def hf(first: int) -> str:
+        losses = [0.66, 0.80, 4.27, 0.77, 0.56]
+        return "\n".join(
+            f" 24%|##        | {first + i}/10485 [3:15:13<10:06:35,  4.59s/it]\n"
+            f"{{'loss': {v}, 'learning_rate': 0.0001768, 'epoch': 0.24}}"
+            for i, v in enumerate(losses))
+    assert [f.link for f in triage_text(hf(2564)).findings][:1] == ["loss-spike#spike-when"]
+    assert triage_text(hf(1)).findings == []
