@@ -46,3 +46,18 @@ def test_two_points_before_a_jump_at_the_start_of_a_run_stay_quiet():
             for i, v in enumerate(losses))
     assert [f.link for f in triage_text(hf(2564)).findings][:1] == ["loss-spike#spike-when"]
     assert triage_text(hf(1)).findings == []
+
+
+def test_a_few_percent_of_the_gpu_reserved_but_unallocated_is_slack_not_fragmentation():
+    """Megatron #525 (1.15 GiB of 31.7 GiB cached and free: 3.6 %) asks when the OOM comes;
+    mgfn #35 (2.30 of 6 GiB) is fragmentation."""
+    assert top_link("oom/megatron_gpt2_large_v100_estimate_says_fits_megatron_525.log") == \
+        "oom#when"
+    assert top_link("oom/fragmentation_capacty_typo_mgfn_35.log") == "oom#fragmentation"
+
+
+def test_an_oom_in_megatrons_backward_step_is_the_backward_pass():
+    """Megatron #60: the OOM comes in backward_step -> allreduce_params, flattening the grads
+    for the data-parallel all-reduce."""
+    assert top_link("oom/oom_allreduce_flatten_grads_backward_gpt2_mp2_v100_megatron_60.log") \
+        == "oom#backward-grads"
