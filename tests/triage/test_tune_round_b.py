@@ -61,3 +61,16 @@ def test_an_oom_in_megatrons_backward_step_is_the_backward_pass():
     for the data-parallel all-reduce."""
     assert top_link("oom/oom_allreduce_flatten_grads_backward_gpt2_mp2_v100_megatron_60.log") \
         == "oom#backward-grads"
+
+
+def test_dcp_missing_key_is_the_state_dict_type_question():
+    """torchtitan #961: DCP's planner finds no saved entry for a key of the wrapped model."""
+    assert top_link("checkpoint/dcp_missing_key_resume_compiled_model_torchtitan_961.log") == \
+        "checkpoint#fsdp-state-dict-type"
+
+
+def test_megatron_core_flattened_range_is_a_save_error():
+    """AReaL #1468: Megatron Core 0.16+ refuses the distributed optimizer's flat-range layout
+    while saving."""
+    assert top_link("checkpoint/dist_ckpt_flattened_range_not_supported_save_mcore017_areal_"
+                    "1468.log") == "checkpoint#save-error"
