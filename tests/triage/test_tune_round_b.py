@@ -74,3 +74,24 @@ def test_megatron_core_flattened_range_is_a_save_error():
     while saving."""
     assert top_link("checkpoint/dist_ckpt_flattened_range_not_supported_save_mcore017_areal_"
                     "1468.log") == "checkpoint#save-error"
+
+
+def test_an_epoch_whose_step_losses_repeat_the_last_one_exactly_is_no_update():
+    """TRACE #5: `Epoch 2, Step k, Loss: X` prints, step for step, the losses of epoch 1: the
+    same batches give the same loss, so the LoRA weights never changed."""
+    assert top_link("convergence/lora_llama3_loss_identical_every_epoch_trace_5.log") == \
+        "convergence#no-update"
+
+
+def test_repeat_needs_several_different_values_recurring_at_one_period():
+    from trainmedic.triage.trends import repeat
+
+    epoch = [0.9741, 1.3742, 1.2390, 0.9670, 1.0386]
+    found = repeat(list(enumerate(epoch + epoch, start=1)))
+    assert found is not None and found["period"] == 5 and found["points"] == 5
+    # training moves the losses a little: no repeat; a flat loss is the plateau's, not this
+    moved = [v - 0.001 * i for i, v in enumerate(epoch)]
+    assert repeat(list(enumerate(epoch + moved, start=1))) is None
+    assert repeat(list(enumerate([2.30256] * 10, start=1))) is None
+    # printed with two digits, a loss comes back to the same values by chance
+    assert repeat(list(enumerate([0.09, 0.1, 0.11, 0.12] * 3, start=1))) is None

@@ -82,12 +82,18 @@ def _ran_away(values: list[float]) -> bool:
 def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
                                                  list[tuple[str, int, str]]] | None:
     """(summary, outcome, details, evidence lines) of a whole-log analysis, or None."""
-    from trainmedic.triage.trends import plateau
+    from trainmedic.triage.trends import plateau, repeat
 
     if name == "loss-plateau":
         for loss, _evidence in scanner.loss.runs:
             found = plateau(loss.points)
             if found is None:
+                again = repeat(loss.points)
+                if again is not None:
+                    return (f"the losses of steps {again['from_step']}-{again['to_step']} repeat "
+                            f"exactly those from step {again['earlier_step']} on "
+                            f"({again['points']} in a row): the same batches give the same loss, "
+                            "so the weights do not change", "identical", again, [])
                 continue
             if not found["identical"]:
                 how = f"from step {found['from_step']} to {found['to_step']}"
