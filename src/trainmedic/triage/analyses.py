@@ -24,7 +24,7 @@ LR_ZERO_MIN = 3  # progress lines in a row printing the learning rate as 0 (one 
 # what an analysis can conclude, for its signature's routes (`outcome:`)
 OUTCOMES: dict[str, frozenset[str]] = {
     "loss-nan": frozenset({"sudden", "runaway"}), "loss-plateau": frozenset({"identical"}),
-    "lr-zero": frozenset({"grad-zero"}),
+    "lr-zero": frozenset({"grad-zero"}), "loss-spike": frozenset({"recovered"}),
 }
 
 ANALYSES = frozenset(LOSS_ANALYSES) | frozenset(RANK_ANALYSES.values()) | frozenset(WHOLE_LOG)
@@ -43,7 +43,14 @@ def loss_outcome(name: str, loss: LossAnalysis) -> str | None:
       the NaN was born;
     - `runaway`: the grad norm is not logged, but the loss itself ran away before the NaN (its
       size grew tenfold, rising at each of the last points): what exploding updates look like;
-    - None: the log does not print the grad norm, so the question stays open."""
+    - None: the log does not print the grad norm, so the question stays open.
+    For a loss spike: `recovered` when one logged point stood out and the next was back at the
+    level (one bad step the run shrugged off: nothing to roll back, the tree's question is what
+    caused it); a spike over several points keeps the roll-back."""
+    if name == "loss-spike":
+        sp = loss.spikes[0] if loss.spikes else None
+        return "recovered" if sp is not None and sp.recovered and sp.last_bad in (
+            None, sp.start) else None
     if name != "loss-nan":
         return None
     nan_seen = loss.nan_count or loss.missing_loss_steps or loss.grad_norm_nan_count
@@ -75,12 +82,18 @@ def _ran_away(values: list[float]) -> bool:
 def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
                                                  list[tuple[str, int, str]]] | None:
     """(summary, outcome, details, evidence lines) of a whole-log analysis, or None."""
-    from trainmedic.triage.trends import plateau
+    from trainmedic.triage.trends import plateau, repeat
 
     if name == "loss-plateau":
         for loss, _evidence in scanner.loss.runs:
             found = plateau(loss.points)
             if found is None:
+                again = repeat(loss.points)
+                if again is not None:
+                    return (f"the losses of steps {again['from_step']}-{again['to_step']} repeat "
+                            f"exactly those from step {again['earlier_step']} on "
+                            f"({again['points']} in a row): the same batches give the same loss, "
+                            "so the weights do not change", "identical", again, [])
                 continue
             if not found["identical"]:
                 how = f"from step {found['from_step']} to {found['to_step']}"

@@ -100,6 +100,9 @@ def oom_numbers(text: str) -> dict[str, Any]:
     return d
 
 
+FRAGMENTED_SHARE = 0.05  # reserved but unallocated: below this share of the GPU it is slack
+
+
 def oom_outcome(text: str, d: dict[str, Any]) -> str | None:
     """What the numbers say: another process holds the GPU, the cache is fragmented, or the
     request cannot fit even in all free and cached memory (then it is not fragmentation)."""
@@ -117,8 +120,11 @@ def oom_outcome(text: str, d: dict[str, Any]) -> str | None:
         return "other-process"
     if tried and free is not None and free + unalloc < tried:
         return "does-not-fit"  # even a perfectly defragmented cache could not serve it
-    if unalloc >= 1024.0 or (total and unalloc >= 0.1 * total) or (unalloc >= tried > 0
-                                                                    and unalloc >= 256.0):
+    # the tree's "large": more than the allocator's normal slack of a few percent of the GPU
+    # (without the capacity in the message: a GiB); the request fits in free + unallocated,
+    # but not in the free memory alone (then the cache is not what stood in the way)
+    fits_free = bool(tried) and free is not None and free >= tried
+    if not fits_free and unalloc >= (FRAGMENTED_SHARE * total if total else 1024.0):
         return "fragmented"
     return None
 

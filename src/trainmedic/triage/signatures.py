@@ -25,7 +25,7 @@ from trainmedic.triage.hooks import HOOKS, Hook
 
 if TYPE_CHECKING:
     from trainmedic.trees.forest import Forest
-    from trainmedic.trees.model import LogSignature
+    from trainmedic.trees.model import LogSignature, Tree
 
 KIND_ORDER = {"cause": 0, "symptom": 1, "guess": 2, "context": 3}
 
@@ -56,6 +56,12 @@ _STOP = frozenset((
     "when", "while", "than", "then", "them", "they", "their", "there", "which", "what", "your",
     "you", "our",
 ))
+# The trees' own prose (questions, answers, help, fix titles, myths) speaks of the same failures
+# as the signatures but loosely: its words count at this fraction of a signature word, and
+# alone (no signature word of any tree in the error) only when two or more of them agree, so
+# that one common word ("called", "instance") does not name a tree.
+KNOWLEDGE_WEIGHT = 0.25
+KNOWLEDGE_MIN_WORDS = 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +101,8 @@ class SignatureSet:
     near_needles: tuple[str, ...] = ()  # words routes look for above a match
     # (tree, its signatures' needles and titles, its own tags and title): `vocabulary`'s input
     wording: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # (tree, the prose of its nodes): `knowledge`'s input
+    prose: tuple[tuple[str, tuple[str, ...]], ...] = ()
     notes: tuple[str, ...] = ()  # what was left out of a user tree (an unsafe regex), and why
 
     @functools.cached_property
@@ -110,25 +118,43 @@ class SignatureSet:
                 del vocab[stop]
         return vocabulary
 
+    @functools.cached_property
+    def knowledge(self) -> dict[str, frozenset[str]]:
+        """Tree -> the words of its prose that its signatures and tags do not already hold."""
+        out: dict[str, set[str]] = {}
+        for tree, texts in self.prose:
+            out.setdefault(tree, set()).update(
+                w.lower() for text in texts for w in _WORD.findall(text))
+        return {tree: frozenset(words - _STOP - set(self.vocabulary.get(tree, ())))
+                for tree, words in out.items()}
+
     def needles(self) -> list[str]:
         """Every signature needle, longest first (so the alternation prefers the specific one)."""
         return sorted(self.index, key=lambda n: (-len(n), n))
 
     def guess_tree(self, text: str) -> tuple[str | None, float]:
-        """The tree whose signatures' words best match `text` (rarer words weigh more), leaving
-        out a tree whose own signature holds a needle of `text` and excludes it ("this looks
-        like me but is not": Triton's shared-memory limit is not a CUDA OOM)."""
+        """The tree whose words best match `text` (rarer words weigh more; a word of a tree's
+        prose a quarter of a word of its signatures), leaving out a tree whose own signature
+        holds a needle of `text` and excludes it ("this looks like me but is not": Triton's
+        shared-memory limit is not a CUDA OOM)."""
         words = {w.lower() for w in _WORD.findall(text)} - _STOP
         if not words or not self.vocabulary:
             return None, 0.0
         disowned = {s.tree for s in self.signatures if s.exclude is not None
                     and any(n in text for n in s.needles) and s.exclude.search(text)}
-        spread = Counter(w for vocab in self.vocabulary.values() for w in vocab)
+        knowledge = self.knowledge
+        spread = Counter(w for tree in set(self.vocabulary) | set(knowledge)
+                         for w in set(self.vocabulary.get(tree, ())) | knowledge.get(tree, set()))
+        signed = any(w in vocab for vocab in self.vocabulary.values() for w in words)
         best, score = None, 0.0
-        for tree, vocab in sorted(self.vocabulary.items()):
+        for tree in sorted(set(self.vocabulary) | set(knowledge)):
             if tree in disowned:
                 continue
+            vocab, prose = self.vocabulary.get(tree, Counter()), knowledge.get(tree, frozenset())
             s = sum(1.0 / spread[w] for w in words if w in vocab)
+            loose = [w for w in words if w in prose]
+            if signed or len(loose) >= KNOWLEDGE_MIN_WORDS:
+                s += sum(KNOWLEDGE_WEIGHT / spread[w] for w in loose)
             if s > score:
                 best, score = tree, s
         return best, score
@@ -162,7 +188,25 @@ def compile_forest(forest: Forest) -> SignatureSet:
             near.update(dict.fromkeys(route.near))
         wording.append((spec.tree, (*spec.needles, str(spec.title))))
     wording += ((tree.id, (*tree.tags, str(tree.title))) for tree in forest.trees.values())
-    return SignatureSet(tuple(sigs), derived, index, tuple(near), tuple(wording), tuple(notes))
+    prose = tuple((tree.id, tuple(_prose(tree))) for tree in forest.trees.values())
+    return SignatureSet(tuple(sigs), derived, index, tuple(near), tuple(wording), prose,
+                        tuple(notes))
+
+
+def _prose(tree: Tree) -> Iterable[str]:
+    """What a tree's nodes say in words: questions, answers, help, fix titles, myths."""
+    from trainmedic.trees.model import Question
+
+    for node in tree.nodes.values():
+        if isinstance(node, Question):
+            yield str(node.question)
+            yield from (str(a.text) for a in node.answers)
+            if node.help:
+                yield str(node.help)
+        else:
+            yield str(node.fix)
+            if node.myth:
+                yield str(node.myth)
 
 
 def _never(_pattern: str) -> bool:

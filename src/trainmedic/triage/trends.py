@@ -18,6 +18,7 @@ loss series the loss tracker keeps.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
@@ -240,6 +241,49 @@ class IbExpected:
 
 PLATEAU_SPREAD = 0.002  # max - min within 0.2% of the value
 PLATEAU_MIN = 3
+
+
+REPEAT_MIN = 4  # consecutive losses equal to those one period earlier
+# of at least this many different values printed with 3 significant digits or more (a flat
+# loss is `plateau`'s; a loss printed as 0.09 or 0.1 repeats by chance)
+REPEAT_DISTINCT = 4
+
+
+def _precise(v: float) -> bool:
+    digits = format(abs(v), ".12g").split("e")[0].replace(".", "").lstrip("0")
+    return len(digits) >= 3
+
+
+def repeat(points: list[tuple[int, float]]) -> dict[str, Any] | None:
+    """The losses printed for one pass over the data, printed again exactly (to every digit) for
+    the next: the same batches in the same order give the same loss, so the weights did not
+    change in between. Healthy training moves every loss a little; a run of `REPEAT_MIN`
+    different values repeating by chance does not happen."""
+    vals = [v for _s, v in points]
+    n = len(vals)
+    # only the distances at which some value recurs can be periods (one pass, not n^2)
+    last: dict[float, int] = {}
+    gaps: Counter[int] = Counter()
+    for i, v in enumerate(vals):
+        if v in last and i - last[v] >= 2:
+            gaps[i - last[v]] += 1
+        last[v] = i
+    for period in sorted(p for p, count in gaps.items() if count >= REPEAT_MIN):
+        run = 0
+        for i in range(period, n):
+            if vals[i] == vals[i - period] and vals[i] == vals[i]:
+                run += 1
+                seen = vals[i - run + 1:i + 1]
+                if run >= REPEAT_MIN and len({x for x in seen if _precise(x)}) >= REPEAT_DISTINCT:
+                    first = i - run + 1
+                    while i + 1 < n and vals[i + 1] == vals[i + 1 - period]:
+                        i += 1
+                    return {"period": period, "from_step": points[first][0],
+                            "to_step": points[i][0], "points": i - first + 1,
+                            "earlier_step": points[first - period][0]}
+            else:
+                run = 0
+    return None
 
 
 def plateau(points: list[tuple[int, float]]) -> dict[str, Any] | None:

@@ -53,10 +53,12 @@ STEP_TIME_MIN_RATIO = 1.3
 # level yet; only a jump far beyond anything a healthy run prints counts: the grad norm 50x the
 # largest before it, or 20x the largest of at least 3 points before it (a pasted Trainer excerpt:
 # 237 after 2.5-5.7), the loss 3x the largest of at least 3 points before it (the first steps
-# of a run swing widely) and at least 1.0 higher.
+# of a run swing widely; 2 points suffice when the excerpt starts past step SHORT_LOSS_LATE,
+# where that swing is over) and at least 1.0 higher.
 SHORT_GRAD_RATIO, SHORT_GRAD_MIN = 50.0, 10.0
 SHORT_GRAD_RATIO_AFTER, SHORT_GRAD_AFTER = 20.0, 3
 SHORT_LOSS_RATIO, SHORT_LOSS_RISE, SHORT_LOSS_AFTER = 3.0, 1.0, 3
+SHORT_LOSS_LATE, SHORT_LOSS_AFTER_LATE = 100, 2
 BURST_OVERFLOWS = 3  # halvings of the scale within BURST_STEPS steps after start-up
 BURST_STEPS = 50
 MAX_EVIDENCE = 5
@@ -301,7 +303,9 @@ class SeriesAnalyzer:
     def _loss_point(self, step: int, prev: int | None, x: float, where: WhereArg) -> None:
         det = self._loss
         spike = self._open
-        if _short_jump(det.win, x, SHORT_LOSS_RATIO, SHORT_LOSS_RISE, SHORT_LOSS_AFTER):
+        late = self.a.first_step is not None and self.a.first_step > SHORT_LOSS_LATE
+        if _short_jump(det.win, x, SHORT_LOSS_RATIO, SHORT_LOSS_RISE,
+                       SHORT_LOSS_AFTER_LATE if late else SHORT_LOSS_AFTER):
             if spike is None and len(self.a.spikes) < MAX_EVENTS:
                 self._keep(step, x, force=True)
                 first_bad = (prev + 1) if prev is not None and prev < step else step

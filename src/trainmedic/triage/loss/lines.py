@@ -32,8 +32,8 @@ from trainmedic.triage.loss.detect import SeriesAnalyzer, Where
 
 NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
 MEGATRON_ITER = re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|")
-_HF_LOSS = re.compile(r"[{,]\s*'loss': '?(" + NUM + r")'?\s*[,}]")
-_HF_FIELD = re.compile(r"'(grad_norm|learning_rate|epoch|step)': '?(" + NUM + r")'?")
+_HF_LOSS = re.compile(r"[{,]\s*'loss':\s*'?(" + NUM + r")'?\s*[,}]")
+_HF_FIELD = re.compile(r"'(grad_norm|learning_rate|epoch|step)':\s*'?(" + NUM + r")'?")
 _TQDM = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 _LIGHTNING = re.compile(r"^\s*Epoch (\d+):[^|\[]*(?:\|[^|]*\|\s*(\d+)/(\d+)|:\s*(\d+)it)\s*"
                         r"\[([^\]]*)")
@@ -76,6 +76,10 @@ _TV_EPOCH = re.compile(r"^\s*Epoch: \[(\d+)\]\s+\[\s*(\d+)/(\d+)\]")
 _TV_LR = re.compile(r"(?<![\w.])lr: (" + NUM + r")")
 _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/\d+\s*$")
 _KERAS_BAR = re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - .*? - loss: (" + NUM + r")(?![\w.])")
+# a step line of a hand-written loop: `Epoch 1, Step 3, Loss: 0.9670` (the step counts within
+# the epoch, so the points are numbered in the order printed)
+_EPOCH_STEP_LOSS = re.compile(r"^\s*Epoch:?\s*(\d+)\s*[,:]\s*Step:?\s*(\d+)\s*[,:]\s*"
+                              r"(?:train[_ ])?[Ll]oss\s*[:=]?\s*(" + NUM + r")(?![\w.])")
 # one summary line per epoch: the epoch number, then the first (training) loss on the line
 _EPOCH_LOSS = re.compile(r"^\s*Epoch:?\s*(\d+)(?:/\d+)?\s*[:,]\s.*?\b(?:train[_ ])?[Ll]oss\b"
                          r"[:=]?\s*(" + NUM + r")(?![\w.])")
@@ -170,6 +174,7 @@ class LineReader:
         self._megatron_had_loss = False
         self._keras_epoch: int | None = None
         self._keras_index = 0
+        self._epoch_step_index = 0  # `Epoch E, Step S, Loss: X` lines read so far
 
     def begin(self, name: str) -> None:
         self.flush()
@@ -303,6 +308,12 @@ class LineReader:
             if lr:
                 self.learning_rate(parse_float(lr.group(1)))
             self.s.point(int(m.group(1)) * n + i, float(loss.group(1)), where=where)
+            return True
+        m = _EPOCH_STEP_LOSS.search(text)
+        if m is not None and parse_float(m.group(3)) is not None:
+            self._fmt("epoch-step", where[1])
+            self._epoch_step_index += 1
+            self.s.point(self._epoch_step_index, float(m.group(3)), where=where)
             return True
         m = _EPOCH_LOSS.search(text)
         if m is None or parse_float(m.group(2)) is None:
