@@ -32,28 +32,30 @@ FLOOR_TREE, FLOOR_NODE = 0.95, 0.80
 # (Until 2026-11-30 a silent healthy log also counted as a tree and a node hit, which lifted
 # every rate by the share of healthy logs; the levels were lowered to the same measure without
 # healthy logs then, not because triage got worse.)
-HELD_TREE = 0.87  # batch 1's tree-level (tune and holdout: 308/352), a ratchet until FLOOR_TREE
-# the tune split (the cases signatures were written against): 243/265 tree, 235/263 node; the
+HELD_TREE = 0.87  # batch 1's tree-level (tune and holdout: 309/352), a ratchet until FLOOR_TREE
+# the tune split (the cases signatures were written against): 244/265 tree, 238/263 node; the
 # misses left are hangs whose excerpt is only NCCL set-up and labels the message alone cannot
 # decide
-HELD_TUNE_TREE, HELD_TUNE_NODE = 0.91, 0.89
+HELD_TUNE_TREE, HELD_TUNE_NODE = 0.92, 0.90
 # Batch 2 was collected after the signatures were written and run blind once (67.5% tree, 55.3%
 # node with healthy logs counted as hits); the classes of its misses then guided signature work,
-# so it was no longer blind and became tune data (group `tune-2`) at 77/103 tree, 65/103 node.
-# Held so that it can only rise.
-HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.74, 0.63
+# so it was no longer blind and became tune data (group `tune-2`) at 77/103 tree, 65/103 node;
+# a tuning round on it then reached 91/103, 87/103. Held so that it can only rise.
+HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.88, 0.84
 # Batch 3 (101 incidents, 14 healthy logs) was collected and reviewed by people who never saw
-# the signatures, and run once when every change of that session was in: 75/101 tree, 59/100
-# node, no false alarm; with the reported symptom 77/101, 59/100. Nobody has tuned on it.
+# the signatures, and run blind first at 75/101 tree, 59/100 node, no false alarm (with the
+# reported symptom 77/101, 59/100). The tuning round on tune and tune-2 that followed (tune-2
+# 77 -> 91/103) left it exactly there, as it left the batch-1 holdout (65/87, 57/86): the misses
+# of tuned data do not predict those of unseen data. Nobody has tuned on it.
 HELD_BATCH3_TREE, HELD_BATCH3_NODE = 0.74, 0.59
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
-# were written (259/265 tree, 242/263 node); the holdout groups were run with it once, at the end
-# (see the benchmark's second table). Ratchets: they can only rise.
-HELD_SAID_TUNE_TREE, HELD_SAID_TUNE_NODE = 0.97, 0.92
-# batch-1 holdout 70/87 tree, 58/86 node (log only 65/87, 57/86); batch 2 83/103, 65/103
-# (log only 77/103, 65/103); batch 3 77/101, 59/100 (log only 75/101, 59/100)
+# were written; today 259/265 tree, 245/263 node; the holdout groups were run with it once, at
+# the end (see the benchmark's second table). Ratchets: they can only rise.
+HELD_SAID_TUNE_TREE, HELD_SAID_TUNE_NODE = 0.97, 0.93
+# batch-1 holdout 70/87 tree, 58/86 node (log only 65/87, 57/86); batch 2 94/103, 87/103
+# (log only 91/103, 87/103); batch 3 77/101, 59/100 (log only 75/101, 59/100)
 HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.80, 0.67
-HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE = 0.80, 0.63
+HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE = 0.91, 0.84
 HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE = 0.76, 0.59
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
