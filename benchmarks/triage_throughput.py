@@ -47,8 +47,9 @@ NOISE = [
 ]
 
 
-def _write(path: str, size: int, steps_per_block: int, lines) -> None:
-    """Blocks of `lines(step)` until the file has `size` bytes, then the failure at the end."""
+def _write(path: str, size: int, steps_per_block: int, lines, *, failure: bool = True) -> None:
+    """Blocks of `lines(step)` until the file has `size` bytes, then the failure at the end
+    (unless `failure` is False)."""
     step = 0
     written = 0
     with open(path, "wb") as out:
@@ -60,7 +61,8 @@ def _write(path: str, size: int, steps_per_block: int, lines) -> None:
             data = b"\n".join(block) + b"\n"
             out.write(data)
             written += len(data)
-        _ending(out, step)
+        if failure:
+            _ending(out, step)
 
 
 def _noisy_step(step: int) -> list[bytes]:
@@ -108,6 +110,29 @@ def _errors_step(step: int) -> list[bytes]:
 def generate_errors(path: str, size: int) -> None:
     """The noisy log with a retry loop's warnings in every step."""
     _write(path, size, 64, _errors_step)
+
+
+HARMLESS = [
+    b"[default%(r)d]:/usr/local/lib/python3.10/dist-packages/torch/distributed/fsdp/"
+    b"_state_dict_utils.py:773: FutureWarning: the `state_dict_type` API will be removed in a "
+    b"future release.",
+    b"[default%(r)d]:[2024-05-01 12:%(m)02d:%(s)02d,000] [WARNING] [checkpointing] slow "
+    b"storage: checkpoint save took 312.4 s (threshold 300 s)",
+]
+
+
+def _quiet_step(step: int) -> list[bytes]:
+    block = _noisy_step(step)
+    if step % 2000 == 0:  # a few harmless warnings, nothing that fails
+        block.append(HARMLESS[step // 2000 % 2] % {b"r": step % 8, b"m": step // 60 % 60,
+                                                   b"s": step % 60})
+    return block
+
+
+def generate_quiet(path: str, size: int) -> None:
+    """The noisy log's chatter, a few harmless warnings, and no failure: a healthy run (or one
+    that hung quietly) stopped while it printed."""
+    _write(path, size, 64, _quiet_step, failure=False)
 
 
 def _ending(out, step: int) -> None:
@@ -220,10 +245,13 @@ def main() -> int:
     ap.add_argument("--size", default="2G", help="noisy log size, e.g. 500M, 2G (default 2G)")
     ap.add_argument("--dense-size", default="400M", help="dense log size (default 400M)")
     ap.add_argument("--errors-size", default="400M", help="errors log size (default 400M)")
-    ap.add_argument("--only", choices=("noisy", "dense", "errors"), help="time one of the logs")
+    ap.add_argument("--quiet-size", default="1G", help="quiet log size (default 1G)")
+    ap.add_argument("--only", choices=("noisy", "dense", "errors", "quiet"),
+                    help="time one of the logs")
     ap.add_argument("--path", default="/tmp/trainmedic_triage_bench.log")
     ap.add_argument("--dense-path", default="/tmp/trainmedic_triage_bench_dense.log")
     ap.add_argument("--errors-path", default="/tmp/trainmedic_triage_bench_errors.log")
+    ap.add_argument("--quiet-path", default="/tmp/trainmedic_triage_bench_quiet.log")
     ap.add_argument("--keep", action="store_true", help="keep the generated logs")
     args = ap.parse_args()
     ratios = []
@@ -234,6 +262,9 @@ def main() -> int:
                           args.keep))
     if args.only in (None, "errors"):
         ratios.append(run("errors", args.errors_path, _size(args.errors_size), generate_errors,
+                          args.keep))
+    if args.only in (None, "quiet"):
+        ratios.append(run("quiet", args.quiet_path, _size(args.quiet_size), generate_quiet,
                           args.keep))
     return 0
 

@@ -555,6 +555,9 @@ Combined = Callable[[], re.Pattern[bytes]]
 
 SIDE_KEEP = 256  # lines set aside that are kept per source: the last ones
 SIDE_CUT = 64 << 10  # bytes of a line set aside that are kept
+# a plain file this large is searched for its lines left aside beside the first pass (below,
+# searching it again afterwards, if needed at all, costs at most a few tenths of a second)
+EARLY_MIN_BYTES = 64 << 20
 
 
 class SideLines:
@@ -563,7 +566,16 @@ class SideLines:
     the last error of a source is ever reported, so they are not read one by one: the Python
     pass hands them to `take` (it sees them anyway), a stream fed to grep is searched for them
     by a second pipeline at the same time (`tail`), and a plain file is searched again only if
-    the answer needs them (`path`, `last()`). Each way keeps the last `SIDE_KEEP` lines."""
+    the answer needs them (`path`, `last()`). Each way keeps the last `SIDE_KEEP` lines.
+
+    A plain file of `EARLY_MIN_BYTES` or more is searched by that second pipeline from the start
+    too (`search_file`), beside the first pass, on another core: a log with no cause (a healthy
+    run's, a quiet hang's: the common case of a big log) would otherwise pay two full reads one
+    after the other. The price is CPU for nothing when a cause turns up: that search is stopped
+    as soon as the file has ended with a cause found (`collect`), but by then it has read about
+    as much as the first pass. Wall time does not grow (it runs beside it), and an answer never
+    depends on it: a search stopped or failed (grep out of its memory) leaves the file to be
+    searched again if the answer needs it, as a smaller file is."""
 
     def __init__(self, needles: list[str], pattern: Combined, first: Combined) -> None:
         self.needles = needles  # every error word (a line holding one may be an error)
@@ -573,28 +585,48 @@ class SideLines:
         self.tail: LastMatches | None = None
         self.path: str | None = None
         self.name = ""
+        self.early: LastMatches | None = None  # the plain file's search, begun with the scan
+        self.found: list[tuple[int, bytes]] | None = None  # what it found
+
+    def search_file(self, path: str, name: str) -> None:
+        """The first pass reads the plain file `path` by grep: its lines left aside are the
+        ones to search for again; a large file's search starts now, beside the first pass."""
+        self.path, self.name = path, name
+        if self.early is None and os.path.getsize(path) >= EARLY_MIN_BYTES:
+            self.early = LastMatches.start(self.needles, path=path)
 
     def take(self, lineno: int, line: bytes) -> None:
         """A line the Python pass set aside."""
         self.taken.append((lineno, line[:SIDE_CUT]))
 
-    def collect(self) -> None:
-        """The stream ended: the second pipeline's lines are read now, and its processes end."""
+    def collect(self, needed: bool = True) -> None:
+        """The source ended: the second pipeline's lines are read now, and its processes end.
+        A plain file's search is stopped instead when they are not `needed` (a cause was
+        found); if the answer needs them after all, `last()` searches again."""
         if self.tail is not None:
             tail, self.tail = self.tail, None
             self.taken.extend(tail.result() or [])
+        if self.early is not None:
+            early, self.early = self.early, None
+            if needed:
+                self.found = early.result()  # None if it failed: searched again if needed
+            else:
+                early.stop()
 
     def abandon(self) -> None:
         """The scan failed: stop the second pipeline."""
-        if self.tail is not None:
-            tail, self.tail = self.tail, None
-            tail.stop()
+        for running in (self.tail, self.early):
+            if running is not None:
+                running.stop()
+        self.tail = self.early = None
 
     def last(self) -> list[tuple[int, bytes]]:
         """The last lines holding an error word: from the second pipeline, or searched again
         in the plain file (grep, else Python); [] when the lines were taken already."""
         if self.tail is not None:
             return self.tail.result() or []
+        if self.found is not None:
+            return self.found
         if self.path is None:
             return []
         grep = grep_available()
@@ -740,7 +772,7 @@ def candidates(
     if (grep and source.data is None and source.path is not None and not source.gz
             and os.path.getsize(source.path) >= GREP_MIN_BYTES):
         if side is not None:
-            side.path, side.name = source.path, source.name  # searched again if needed
+            side.search_file(source.path, source.name)  # searched again if needed
         try:
             yield from grep_candidates(source.path, needles, grep, name=source.name)
             return
@@ -775,9 +807,9 @@ def start_candidates(
     grep = grep_available() if use_grep else None
     if (grep and source.data is None and source.path is not None and not source.gz
             and os.path.isfile(source.path) and os.path.getsize(source.path) >= GREP_MIN_BYTES):
-        if side is not None:
-            side.path, side.name = source.path, source.name
         started = grep_candidates(source.path, needles, grep, name=source.name, exclude=exclude)
+        if side is not None:
+            side.search_file(source.path, source.name)
         return _finish_in_python(started, source, combined, side)
     return candidates(source, needles, combined, use_grep=use_grep, side=side)
 
