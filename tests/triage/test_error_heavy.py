@@ -169,9 +169,9 @@ def test_a_plain_file_with_a_cause_is_not_searched_again(tmp_path, monkeypatch):
     started: list[str | None] = []
     real = sources.LastMatches.start
 
-    def start(needles, *, path=None):
+    def start(needles, *, path=None, nice=False):
         started.append(path)
-        return real(needles, path=path)
+        return real(needles, path=path, nice=nice)
 
     monkeypatch.setattr(sources.LastMatches, "start", start)
     oom = ("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
@@ -191,15 +191,17 @@ OOM_CASE = "oom/backward_rank1_prefix_axolotl_1717.log"  # a cause: torch's CUDA
 
 
 def _searched_beside(monkeypatch) -> tuple[list, list]:
-    """Every plain file searched beside the first pass, as a large one is; returns the
-    searches started on a path, and those stopped."""
+    """Every plain file searched beside the first pass, as a large one is, unless its last
+    64 KiB hold the lines it keeps; returns the searches started on a path, and those
+    stopped."""
     monkeypatch.setattr(sources, "EARLY_MIN_BYTES", 0)
+    monkeypatch.setattr(sources, "TAIL_PEEK", 64 << 10)
     started: list = []
     stopped: list = []
     real_start, real_stop = sources.LastMatches.start, sources.LastMatches.stop
 
-    def start(needles, *, path=None):
-        found = real_start(needles, path=path)
+    def start(needles, *, path=None, nice=False):
+        found = real_start(needles, path=path, nice=nice)
         if path is not None and found is not None:
             started.append(found)
         return found
@@ -262,3 +264,45 @@ def test_the_search_beside_is_stopped_once_a_cause_is_found(tmp_path, monkeypatc
     assert report.findings[0].link.startswith("oom#") and report.findings[0].kind == "cause"
     assert len(started) == 1 and stopped == started  # stopped, not read
     assert _gone(started[0])
+
+
+def test_a_large_file_whose_end_holds_the_lines_kept_is_not_searched(tmp_path, monkeypatch):
+    """A retry loop up to the end: the lines left aside that would be kept are all in the last
+    64 KiB, read there (no search of the whole file), and numbered right."""
+    if sources.grep_available() is None:
+        pytest.skip("grep not installed")
+    started, _stopped = _searched_beside(monkeypatch)
+    # the error among the last error-word lines that are kept
+    lines = [*_chatter(30000), *_retry(300), *_error_lines(), *_retry(200, 300)]
+    report = _triage(tmp_path, monkeypatch, lines, "file")
+    (guess,) = report.findings
+    assert ERROR in guess.summary and guess.evidence[0].line == _line_of(lines)
+    assert started == []
+
+
+@pytest.mark.parametrize("ending", [b"\n", b""])
+def test_the_end_of_a_file_gives_what_grep_cut_and_tail_give(tmp_path, ending):
+    """Line breaks, carriage returns (one followed by digits and a colon), lines longer than
+    the cut, a last line without a line break: the lines read at the end of the file are
+    exactly those of `grep -n | cut | tail`."""
+    if None in (sources.grep_available(), sources.shutil.which("cut"),
+                sources.shutil.which("tail"), sources.shutil.which("wc")):
+        pytest.skip("grep, cut, tail or wc not installed")
+    scanner = Scanner()
+    retry = [line.encode() for line in _retry(400)]
+    odd = [b"x" * 100 + b"Error" + b"y" * sources.SIDE_CUT,  # longer than the cut
+           b"RuntimeError: one\r12:Error two\rthree",  # read as grep's output is
+           b"Exception" * 3]
+    body = [*(c.encode() for c in _chatter(20000)), *retry[:300], *odd, *retry[300:]]
+    path = tmp_path / "train.log"
+    path.write_bytes(b"\n".join(body) + ending)
+    at_end = sources._TailMatches.peek(str(path), scanner._errors_b)
+    assert at_end is not None
+    searched = sources.LastMatches.start(scanner.error_needles, path=str(path))
+    assert searched is not None
+    expected = searched.result()
+    assert expected and (12, b"Error two") in expected  # the carriage return's quirk
+    assert at_end.result() == expected
+    # fewer such lines at the end than are kept: the file is searched
+    path.write_bytes(b"\n".join([*retry[:10], *(c.encode() for c in _chatter(60000))]) + ending)
+    assert sources._TailMatches.peek(str(path), scanner._errors_b) is None
