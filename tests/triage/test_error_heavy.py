@@ -296,13 +296,30 @@ def test_the_end_of_a_file_gives_what_grep_cut_and_tail_give(tmp_path, ending):
     body = [*(c.encode() for c in _chatter(20000)), *retry[:300], *odd, *retry[300:]]
     path = tmp_path / "train.log"
     path.write_bytes(b"\n".join(body) + ending)
-    at_end = sources._TailMatches.peek(str(path), scanner._errors_b)
-    assert at_end is not None
+    at_end, count = sources._TailMatches.peek(str(path), scanner._errors_b)
+    assert at_end is not None and count == 403
     searched = sources.LastMatches.start(scanner.error_needles, path=str(path))
     assert searched is not None
     expected = searched.result()
     assert expected and (12, b"Error two") in expected  # the carriage return's quirk
     assert at_end.result() == expected
-    # fewer such lines at the end than are kept: the file is searched
-    path.write_bytes(b"\n".join([*retry[:10], *(c.encode() for c in _chatter(60000))]) + ending)
-    assert sources._TailMatches.peek(str(path), scanner._errors_b) is None
+    # fewer such lines at the end than are kept, or none (those before it are not counted)
+    chatter = [c.encode() for c in _chatter(60000)]  # more than TAIL_PEEK bytes
+    path.write_bytes(b"\n".join([*chatter, *retry[:10]]) + ending)
+    assert sources._TailMatches.peek(str(path), scanner._errors_b) == (None, 10)
+    path.write_bytes(b"\n".join([*retry[:10], *chatter]) + ending)
+    assert sources._TailMatches.peek(str(path), scanner._errors_b) == (None, 0)
+
+
+def test_a_large_file_with_an_error_at_its_end_is_searched_after_the_first_pass(tmp_path,
+                                                                              monkeypatch):
+    """A few error lines at the end: a cause is likely found there, so no search starts beside
+    the first pass; none was found, and the file is searched once, after it."""
+    if sources.grep_available() is None:
+        pytest.skip("grep not installed")
+    started, _stopped = _searched_beside(monkeypatch)
+    lines = [*_chatter(30000), *_retry(20), *_error_lines(), *_chatter(20)]
+    report = _triage(tmp_path, monkeypatch, lines, "file")
+    (guess,) = report.findings
+    assert ERROR in guess.summary and guess.evidence[0].line == _line_of(lines)
+    assert len(started) == 1 and _gone(started[0])

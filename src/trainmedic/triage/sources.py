@@ -576,14 +576,18 @@ class SideLines:
     by a second pipeline at the same time (`tail`), and a plain file is searched again only if
     the answer needs them (`path`, `last()`). Each way keeps the last `SIDE_KEEP` lines.
 
-    A plain file of `EARLY_MIN_BYTES` or more is searched by that second pipeline from the start
-    too (`search_file`), beside the first pass, on another core: a log with no cause (a healthy
-    run's, a quiet hang's: the common case of a big log) would otherwise pay two full reads one
-    after the other. The price is CPU for nothing when a cause turns up: that search is stopped
-    as soon as the file has ended with a cause found (`collect`), but by then it has read about
-    as much as the first pass. Wall time does not grow (it runs beside it), and an answer never
-    depends on it: a search stopped or failed (grep out of its memory) leaves the file to be
-    searched again if the answer needs it, as a smaller file is."""
+    A plain file of `EARLY_MIN_BYTES` or more is looked at first at its end (`search_file`):
+    - its last `TAIL_PEEK` bytes hold SIDE_KEEP such lines (a retry loop's log): they are the
+      ones kept, read there, and no search is needed;
+    - they hold none: the run ended well, or hung quietly (a big log's common case, where the
+      guess needs them), and the search starts now, beside the first pass, on another core, at
+      a lower priority, instead of a second full read after it. The price is CPU for nothing
+      when a cause turns up all the same (it is stopped when the file has ended with one,
+      `collect`, but by then it has read about as much as the first pass);
+    - they hold a few: a run that failed at the end, where a cause is likely found: searched
+      again after the first pass, and only if the guess needs it.
+    An answer never depends on the way: a search stopped or failed (grep out of its memory), or
+    a file that changed, leaves the file to be searched again if the answer needs it."""
 
     def __init__(self, needles: list[str], pattern: Combined, first: Combined) -> None:
         self.needles = needles  # every error word (a line holding one may be an error)
@@ -603,8 +607,11 @@ class SideLines:
         ones to search for again; a large file's search starts now, beside the first pass."""
         self.path, self.name = path, name
         if self.early is None and os.path.getsize(path) >= EARLY_MIN_BYTES:
-            self.early = _TailMatches.peek(path, self.pattern()) or LastMatches.start(
-                self.needles, path=path, nice=True)
+            at_end, errors_at_end = _TailMatches.peek(path, self.pattern())
+            if at_end is not None:
+                self.early = at_end
+            elif not errors_at_end:  # no error at its end: a run that ended well, or hung
+                self.early = LastMatches.start(self.needles, path=path, nice=True)
 
     def take(self, lineno: int, line: bytes) -> None:
         """A line the Python pass set aside."""
@@ -794,8 +801,9 @@ class _TailMatches:
         self.kept = kept  # (index among the peek's lines, line)
 
     @classmethod
-    def peek(cls, path: str, pattern: re.Pattern[bytes]) -> _TailMatches | None:
-        """None when the file's end holds fewer than SIDE_KEEP such lines (or is unreadable)."""
+    def peek(cls, path: str, pattern: re.Pattern[bytes]) -> tuple[_TailMatches | None, int]:
+        """The lines, and how many the file's end holds: None when fewer than SIDE_KEEP (or
+        when it cannot be read: 0)."""
         try:
             with open(path, "rb") as stream:
                 size = os.fstat(stream.fileno()).st_size
@@ -803,19 +811,19 @@ class _TailMatches:
                 stream.seek(offset)
                 block = stream.read(TAIL_PEEK)
         except OSError:
-            return None
+            return None, 0
         if offset + len(block) != size:
-            return None  # it changed while read
+            return None, 0  # it changed while read
         start = 0 if offset == 0 else block.find(b"\n") + 1
         if offset and start == 0:
-            return None  # no line starts in it
+            return None, 0  # no line starts in it
         pieces = block[start:].split(b"\n")
         if pieces[-1] == b"":
             pieces.pop()  # the file ends with a line break: no line after it
-        kept = [(i, line) for i, line in enumerate(pieces) if pattern.search(line)][-SIDE_KEEP:]
+        kept = [(i, line) for i, line in enumerate(pieces) if pattern.search(line)]
         if len(kept) < SIDE_KEEP:
-            return None
-        return cls(path, size, block.count(b"\n", start), kept)
+            return None, len(kept)
+        return cls(path, size, block.count(b"\n", start), kept[-SIDE_KEEP:]), len(kept)
 
     def result(self) -> list[tuple[int, bytes]] | None:
         """(line number, line) of the last matches; None when the file changed or `wc` fails."""
