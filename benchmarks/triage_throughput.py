@@ -1,6 +1,6 @@
 """Throughput of `trainmedic triage` on long logs, as a ratio to `grep -E -c`.
 
-Two generated logs in /tmp, each timed on the same file against its reference:
+Generated logs in /tmp, each timed on the same file against its reference:
 - noisy (default 2 GB): per step, NCCL INFO chatter and Python warnings from several ranks, a
   Megatron-LM iteration line, a checkpoint line every 500 steps, and near the end an OOM on one
   rank followed by watchdog timeouts on the others;
@@ -12,16 +12,22 @@ Two generated logs in /tmp, each timed on the same file against its reference:
   W&B API: rate limit exceeded`, `Exception in exporter thread 3, retrying`), the same
   ending: grep's first pass leaves such lines aside (only the last error of a source is ever
   reported, and only when no cause is found: `unmatched.ErrorTracker`).
+- quiet (default 1 GB): the noisy log's chatter and a few harmless warnings, and no failure (a
+  healthy run's log, or a quiet hang's): no cause, so the lines left aside are searched for
+  the guess; with no error at its end that search runs beside the first pass
+  (`sources.SideLines`). Measured at load 1.1-1.9 on 2 shared cores: 0.48-0.52x before (a
+  second grep after the first pass), 0.57-0.66x after; the other logs, twice each at load
+  1.7-1.9: errors (400 MB) 0.58-0.61x, noisy (1 GB) 0.68-0.69x, dense 0.74-0.75x.
 Reference: `grep -E -c` with the needles triage searches that file for (`needles_for`): on
-the noisy log every needle, progress lines included; on the dense and errors logs the signature
-and side-line needles, because their iteration lines are read by the loss package's block
-reader, not prefiltered. The generic error words count among the needles, though the first
+the noisy log every needle, progress lines included; on the dense, errors and quiet logs the
+signature and side-line needles, because their iteration lines are read by the loss package's
+block reader, not prefiltered. The generic error words count among the needles, though the first
 pass leaves them to the error tracker. The time of `grep -E -c` with every needle is printed
 beside it.
 Triage runs as a user runs it (`trainmedic triage FILE --json`, a fresh process), with its
 peak RSS. Budget (DESIGN.md): triage throughput >= 0.5 x grep's, on each log.
 Run: .venv/bin/python benchmarks/triage_throughput.py [--size 2G] [--dense-size 400M]
-     [--errors-size 400M] [--only noisy|dense|errors]
+     [--errors-size 400M] [--quiet-size 1G] [--only noisy|dense|errors|quiet]
 """
 
 from __future__ import annotations
