@@ -641,8 +641,9 @@ class SideLines:
         self.tail = self.early = None
 
     def last(self) -> list[tuple[int, bytes]]:
-        """The last lines holding an error word: from the second pipeline, or searched again
-        in the plain file (grep, else Python); [] when the lines were taken already."""
+        """The last lines holding an error word: from the second pipeline (or the file's end),
+        or searched again in the plain file (grep, else Python); [] when the lines were taken
+        already."""
         if self.tail is not None:
             return self.tail.result() or []
         if self.tail_end is not None:
