@@ -1,6 +1,6 @@
 """Throughput of `trainmedic triage` on long logs, as a ratio to `grep -E -c`.
 
-Two generated logs in /tmp, each timed on the same file against its reference:
+Generated logs in /tmp, each timed on the same file against its reference:
 - noisy (default 2 GB): per step, NCCL INFO chatter and Python warnings from several ranks, a
   Megatron-LM iteration line, a checkpoint line every 500 steps, and near the end an OOM on one
   rank followed by watchdog timeouts on the others;
@@ -12,16 +12,22 @@ Two generated logs in /tmp, each timed on the same file against its reference:
   W&B API: rate limit exceeded`, `Exception in exporter thread 3, retrying`), the same
   ending: grep's first pass leaves such lines aside (only the last error of a source is ever
   reported, and only when no cause is found: `unmatched.ErrorTracker`).
+- quiet (default 1 GB): the noisy log's chatter and a few harmless warnings, and no failure (a
+  healthy run's log, or a quiet hang's): no cause, so the lines left aside are searched for
+  the guess; with no error at its end that search runs beside the first pass
+  (`sources.SideLines`). Measured at load 1.1-1.9 on 2 shared cores: 0.48-0.52x before (a
+  second grep after the first pass), 0.57-0.66x after; the other logs, twice each at load
+  1.7-1.9: errors (400 MB) 0.58-0.61x, noisy (1 GB) 0.68-0.69x, dense 0.74-0.75x.
 Reference: `grep -E -c` with the needles triage searches that file for (`needles_for`): on
-the noisy log every needle, progress lines included; on the dense and errors logs the signature
-and side-line needles, because their iteration lines are read by the loss package's block
-reader, not prefiltered. The generic error words count among the needles, though the first
+the noisy log every needle, progress lines included; on the dense, errors and quiet logs the
+signature and side-line needles, because their iteration lines are read by the loss package's
+block reader, not prefiltered. The generic error words count among the needles, though the first
 pass leaves them to the error tracker. The time of `grep -E -c` with every needle is printed
 beside it.
 Triage runs as a user runs it (`trainmedic triage FILE --json`, a fresh process), with its
 peak RSS. Budget (DESIGN.md): triage throughput >= 0.5 x grep's, on each log.
 Run: .venv/bin/python benchmarks/triage_throughput.py [--size 2G] [--dense-size 400M]
-     [--errors-size 400M] [--only noisy|dense|errors]
+     [--errors-size 400M] [--quiet-size 1G] [--only noisy|dense|errors|quiet]
 """
 
 from __future__ import annotations
@@ -47,8 +53,9 @@ NOISE = [
 ]
 
 
-def _write(path: str, size: int, steps_per_block: int, lines) -> None:
-    """Blocks of `lines(step)` until the file has `size` bytes, then the failure at the end."""
+def _write(path: str, size: int, steps_per_block: int, lines, *, failure: bool = True) -> None:
+    """Blocks of `lines(step)` until the file has `size` bytes, then the failure at the end
+    (unless `failure` is False)."""
     step = 0
     written = 0
     with open(path, "wb") as out:
@@ -60,7 +67,8 @@ def _write(path: str, size: int, steps_per_block: int, lines) -> None:
             data = b"\n".join(block) + b"\n"
             out.write(data)
             written += len(data)
-        _ending(out, step)
+        if failure:
+            _ending(out, step)
 
 
 def _noisy_step(step: int) -> list[bytes]:
@@ -108,6 +116,29 @@ def _errors_step(step: int) -> list[bytes]:
 def generate_errors(path: str, size: int) -> None:
     """The noisy log with a retry loop's warnings in every step."""
     _write(path, size, 64, _errors_step)
+
+
+HARMLESS = [
+    b"[default%(r)d]:/usr/local/lib/python3.10/dist-packages/torch/distributed/fsdp/"
+    b"_state_dict_utils.py:773: FutureWarning: the `state_dict_type` API will be removed in a "
+    b"future release.",
+    b"[default%(r)d]:[2024-05-01 12:%(m)02d:%(s)02d,000] [WARNING] [checkpointing] slow "
+    b"storage: checkpoint save took 312.4 s (threshold 300 s)",
+]
+
+
+def _quiet_step(step: int) -> list[bytes]:
+    block = _noisy_step(step)
+    if step % 2000 == 0:  # a few harmless warnings, nothing that fails
+        block.append(HARMLESS[step // 2000 % 2] % {b"r": step % 8, b"m": step // 60 % 60,
+                                                   b"s": step % 60})
+    return block
+
+
+def generate_quiet(path: str, size: int) -> None:
+    """The noisy log's chatter, a few harmless warnings, and no failure: a healthy run (or one
+    that hung quietly) stopped while it printed."""
+    _write(path, size, 64, _quiet_step, failure=False)
 
 
 def _ending(out, step: int) -> None:
@@ -220,10 +251,13 @@ def main() -> int:
     ap.add_argument("--size", default="2G", help="noisy log size, e.g. 500M, 2G (default 2G)")
     ap.add_argument("--dense-size", default="400M", help="dense log size (default 400M)")
     ap.add_argument("--errors-size", default="400M", help="errors log size (default 400M)")
-    ap.add_argument("--only", choices=("noisy", "dense", "errors"), help="time one of the logs")
+    ap.add_argument("--quiet-size", default="1G", help="quiet log size (default 1G)")
+    ap.add_argument("--only", choices=("noisy", "dense", "errors", "quiet"),
+                    help="time one of the logs")
     ap.add_argument("--path", default="/tmp/trainmedic_triage_bench.log")
     ap.add_argument("--dense-path", default="/tmp/trainmedic_triage_bench_dense.log")
     ap.add_argument("--errors-path", default="/tmp/trainmedic_triage_bench_errors.log")
+    ap.add_argument("--quiet-path", default="/tmp/trainmedic_triage_bench_quiet.log")
     ap.add_argument("--keep", action="store_true", help="keep the generated logs")
     args = ap.parse_args()
     ratios = []
@@ -234,6 +268,9 @@ def main() -> int:
                           args.keep))
     if args.only in (None, "errors"):
         ratios.append(run("errors", args.errors_path, _size(args.errors_size), generate_errors,
+                          args.keep))
+    if args.only in (None, "quiet"):
+        ratios.append(run("quiet", args.quiet_path, _size(args.quiet_size), generate_quiet,
                           args.keep))
     return 0
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -121,18 +122,20 @@ def test_more_error_lines_than_the_ring_holds(tmp_path, monkeypatch, form):
     assert ERROR in report.findings[0].summary
 
 
+ITERATION = (" [2024-05-01 12:00:00] iteration {:8d}/ 1000000 | consumed samples: 512 |"
+             " elapsed time per iteration (ms): 4247.9 | learning rate: 2.999E-04 | global"
+             " batch size:   512 | lm loss: 2.5E+00 | loss scale: 1.0 | grad norm: 0.812 |"
+             " number of skipped iterations:   0 | number of nan iterations:   0 |")
+
+
 def test_a_megatron_log_with_an_error_in_it(tmp_path, monkeypatch):
     """Iteration lines are the block reader's: the error among them is found again by grep,
     and an iteration line is never taken for an error line."""
     if sources.grep_available() is None:
         pytest.skip("grep not installed")
-    iteration = (" [2024-05-01 12:00:00] iteration {:8d}/ 1000000 | consumed samples: 512 |"
-                 " elapsed time per iteration (ms): 4247.9 | learning rate: 2.999E-04 | global"
-                 " batch size:   512 | lm loss: 2.5E+00 | loss scale: 1.0 | grad norm: 0.812 |"
-                 " number of skipped iterations:   0 | number of nan iterations:   0 |")
-    lines = [iteration.format(i) for i in range(1, 2001)]
+    lines = [ITERATION.format(i) for i in range(1, 2001)]
     lines += [*_retry(200), *_error_lines(), *_retry(200)]
-    lines += [iteration.format(i) for i in range(2001, 4001)]
+    lines += [ITERATION.format(i) for i in range(2001, 4001)]
     for form in ("file", "no-grep", "text"):
         report = _triage(tmp_path, monkeypatch, lines, form)
         (guess,) = (f for f in report.findings if f.guess)
@@ -166,9 +169,9 @@ def test_a_plain_file_with_a_cause_is_not_searched_again(tmp_path, monkeypatch):
     started: list[str | None] = []
     real = sources.LastMatches.start
 
-    def start(needles, *, path=None):
+    def start(needles, *, path=None, nice=False):
         started.append(path)
-        return real(needles, path=path)
+        return real(needles, path=path, nice=nice)
 
     monkeypatch.setattr(sources.LastMatches, "start", start)
     oom = ("[rank0]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
@@ -182,3 +185,141 @@ def test_a_plain_file_with_a_cause_is_not_searched_again(tmp_path, monkeypatch):
     path.write_text("\n".join([*_retry(3000), *_error_lines(), *_retry(10, 3000)]) + "\n")
     report = _triage(tmp_path, monkeypatch, path.read_text().splitlines(), "file")
     assert ERROR in report.findings[0].summary and started == [str(tmp_path / "train.log")]
+
+
+OOM_CASE = "oom/backward_rank1_prefix_axolotl_1717.log"  # a cause: torch's CUDA OOM on rank 1
+
+
+def _searched_beside(monkeypatch) -> tuple[list, list]:
+    """Every plain file searched beside the first pass, as a large one is, unless its last
+    64 KiB hold the lines it keeps; returns the searches started on a path, and those
+    stopped."""
+    monkeypatch.setattr(sources, "EARLY_MIN_BYTES", 0)
+    monkeypatch.setattr(sources, "TAIL_PEEK", 64 << 10)
+    started: list = []
+    stopped: list = []
+    real_start, real_stop = sources.LastMatches.start, sources.LastMatches.stop
+
+    def start(needles, *, path=None, nice=False):
+        found = real_start(needles, path=path, nice=nice)
+        if path is not None and found is not None:
+            started.append(found)
+        return found
+
+    def stop(self):
+        stopped.append(self)
+        real_stop(self)
+
+    monkeypatch.setattr(sources.LastMatches, "start", start)
+    monkeypatch.setattr(sources.LastMatches, "stop", stop)
+    return started, stopped
+
+
+def _gone(search) -> bool:
+    """No process of the search's pipeline, nor of its process groups, is left."""
+    from trainmedic import children
+
+    for proc in search.procs:
+        if proc.returncode is None or proc.pid in children.running():
+            return False
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            continue
+        return False
+    return True
+
+
+@pytest.mark.parametrize("megatron", [False, True])
+def test_a_large_file_with_no_cause_is_searched_beside_the_first_pass(tmp_path, monkeypatch,
+                                                                       megatron):
+    """The lines left aside come from the search begun with the scan: the file is not read a
+    third time, and the error far before the end is still the one reported."""
+    if sources.grep_available() is None:
+        pytest.skip("grep not installed")
+    started, stopped = _searched_beside(monkeypatch)
+    head = [ITERATION.format(i) for i in range(1, 200)] if megatron else []
+    lines = [*head, *_retry(2000), *_error_lines(), *_chatter(30000)]
+    report = _triage(tmp_path, monkeypatch, lines, "file")
+    (guess,) = report.findings
+    assert ERROR in guess.summary and guess.evidence[0].line == _line_of(lines)
+    assert len(started) == 1 and stopped == []  # one search, read to its end, not stopped
+    assert _gone(started[0])
+    if megatron:
+        assert report.loss.count == 199
+
+
+def test_the_search_beside_is_stopped_once_a_cause_is_found(tmp_path, monkeypatch):
+    if sources.grep_available() is None:
+        pytest.skip("grep not installed")
+    started, stopped = _searched_beside(monkeypatch)
+    case = read_case(CORPUS / "cases" / OOM_CASE)
+    assert case.split == "tune"
+    path = tmp_path / "train.log"
+    path.write_text("\n".join([*_retry(3000), *case.excerpt.splitlines(), *_chatter(30000)])
+                    + "\n")
+    from trainmedic.triage import triage_paths
+
+    report = triage_paths([str(path)])
+    assert report.findings[0].link.startswith("oom#") and report.findings[0].kind == "cause"
+    assert len(started) == 1 and stopped == started  # stopped, not read
+    assert _gone(started[0])
+
+
+def test_a_large_file_whose_end_holds_the_lines_kept_is_not_searched(tmp_path, monkeypatch):
+    """A retry loop up to the end: the lines left aside that would be kept are all in the last
+    64 KiB, read there (no search of the whole file), and numbered right."""
+    if sources.grep_available() is None:
+        pytest.skip("grep not installed")
+    started, _stopped = _searched_beside(monkeypatch)
+    # the error among the last error-word lines that are kept
+    lines = [*_chatter(30000), *_retry(300), *_error_lines(), *_retry(200, 300)]
+    report = _triage(tmp_path, monkeypatch, lines, "file")
+    (guess,) = report.findings
+    assert ERROR in guess.summary and guess.evidence[0].line == _line_of(lines)
+    assert started == []
+
+
+@pytest.mark.parametrize("ending", [b"\n", b""])
+def test_the_end_of_a_file_gives_what_grep_cut_and_tail_give(tmp_path, ending):
+    """Line breaks, carriage returns (one followed by digits and a colon), lines longer than
+    the cut, a last line without a line break: the lines read at the end of the file are
+    exactly those of `grep -n | cut | tail`."""
+    if None in (sources.grep_available(), sources.shutil.which("cut"),
+                sources.shutil.which("tail"), sources.shutil.which("wc")):
+        pytest.skip("grep, cut, tail or wc not installed")
+    scanner = Scanner()
+    retry = [line.encode() for line in _retry(400)]
+    odd = [b"x" * 100 + b"Error" + b"y" * sources.SIDE_CUT,  # longer than the cut
+           b"RuntimeError: one\r12:Error two\rthree",  # read as grep's output is
+           b"Exception" * 3]
+    body = [*(c.encode() for c in _chatter(20000)), *retry[:300], *odd, *retry[300:]]
+    path = tmp_path / "train.log"
+    path.write_bytes(b"\n".join(body) + ending)
+    at_end, count = sources._TailMatches.peek(str(path), scanner._errors_b)
+    assert at_end is not None and count == 403
+    searched = sources.LastMatches.start(scanner.error_needles, path=str(path))
+    assert searched is not None
+    expected = searched.result()
+    assert expected and (12, b"Error two") in expected  # the carriage return's quirk
+    assert at_end.result() == expected
+    # fewer such lines at the end than are kept, or none (those before it are not counted)
+    chatter = [c.encode() for c in _chatter(60000)]  # more than TAIL_PEEK bytes
+    path.write_bytes(b"\n".join([*chatter, *retry[:10]]) + ending)
+    assert sources._TailMatches.peek(str(path), scanner._errors_b) == (None, 10)
+    path.write_bytes(b"\n".join([*retry[:10], *chatter]) + ending)
+    assert sources._TailMatches.peek(str(path), scanner._errors_b) == (None, 0)
+
+
+def test_a_large_file_with_an_error_at_its_end_is_searched_after_the_first_pass(tmp_path,
+                                                                              monkeypatch):
+    """A few error lines at the end: a cause is likely found there, so no search starts beside
+    the first pass; none was found, and the file is searched once, after it."""
+    if sources.grep_available() is None:
+        pytest.skip("grep not installed")
+    started, _stopped = _searched_beside(monkeypatch)
+    lines = [*_chatter(30000), *_retry(20), *_error_lines(), *_chatter(20)]
+    report = _triage(tmp_path, monkeypatch, lines, "file")
+    (guess,) = report.findings
+    assert ERROR in guess.summary and guess.evidence[0].line == _line_of(lines)
+    assert len(started) == 1 and _gone(started[0])

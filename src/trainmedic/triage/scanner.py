@@ -248,6 +248,7 @@ class Scanner:
                 close = getattr(lines, "close", None)  # a generator: stops its grep
                 if close is not None:
                     close()
+                side.abandon()
                 raise
             self._block_read = True
             self.errors.grep_lines_begin()
@@ -371,7 +372,11 @@ class Scanner:
         finally:
             self._flush_pending()
         if side is not None:
-            side.collect()
+            # a cause found: the guess, the only reader of the lines left aside, is not made
+            side.collect(needed=not self._cause_found())
+
+    def _cause_found(self) -> bool:
+        return any(hit.sig.kind == "cause" for hit in self.hits.values())
 
     def _raw_line(self, text: str, source: Source, idx: int, lineno: int,
                   recent: deque[tuple[int, str]], *, loss: bool = True) -> None:

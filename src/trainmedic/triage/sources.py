@@ -551,10 +551,21 @@ def _limit_memory(pid: int) -> None:
         prlimit(pid, resource.RLIMIT_AS, (GREP_MAX_MEMORY, GREP_MAX_MEMORY))
 
 
+def _lower_priority(pid: int) -> None:
+    """Lower a child's CPU priority (raise its niceness by SIDE_NICE), where the OS allows."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.setpriority(os.PRIO_PROCESS, pid, os.getpriority(os.PRIO_PROCESS, pid) + SIDE_NICE)
+
+
 Combined = Callable[[], re.Pattern[bytes]]
 
 SIDE_KEEP = 256  # lines set aside that are kept per source: the last ones
 SIDE_CUT = 64 << 10  # bytes of a line set aside that are kept
+# a plain file this large is searched for its lines left aside beside the first pass (below,
+# searching it again afterwards, if needed at all, costs at most a few tenths of a second)
+EARLY_MIN_BYTES = 64 << 20
+SIDE_NICE = 10  # that search runs at this much lower priority: the first pass goes first
+TAIL_PEEK = 4 << 20  # bytes at a large file's end that may hold all the lines it would keep
 
 
 class SideLines:
@@ -563,7 +574,20 @@ class SideLines:
     the last error of a source is ever reported, so they are not read one by one: the Python
     pass hands them to `take` (it sees them anyway), a stream fed to grep is searched for them
     by a second pipeline at the same time (`tail`), and a plain file is searched again only if
-    the answer needs them (`path`, `last()`). Each way keeps the last `SIDE_KEEP` lines."""
+    the answer needs them (`path`, `last()`). Each way keeps the last `SIDE_KEEP` lines.
+
+    A plain file of `EARLY_MIN_BYTES` or more is looked at first at its end (`search_file`):
+    - its last `TAIL_PEEK` bytes hold SIDE_KEEP such lines (a retry loop's log): they are the
+      ones kept, read there, and no search is needed;
+    - they hold none: the run ended well, or hung quietly (a big log's common case, where the
+      guess needs them), and the search starts now, beside the first pass, on another core, at
+      a lower priority, instead of a second full read after it. The price is CPU for nothing
+      when a cause turns up all the same (it is stopped when the file has ended with one,
+      `collect`, but by then it has read about as much as the first pass);
+    - they hold a few: a run that failed at the end, where a cause is likely found: searched
+      again after the first pass, and only if the guess needs it.
+    An answer never depends on the way: a search stopped or failed (grep out of its memory), or
+    a file that changed, leaves the file to be searched again if the answer needs it."""
 
     def __init__(self, needles: list[str], pattern: Combined, first: Combined) -> None:
         self.needles = needles  # every error word (a line holding one may be an error)
@@ -573,28 +597,59 @@ class SideLines:
         self.tail: LastMatches | None = None
         self.path: str | None = None
         self.name = ""
+        # the plain file's search, begun with the scan (or found at its end)
+        self.early: LastMatches | _TailMatches | None = None
+        self.found: list[tuple[int, bytes]] | None = None  # what it found
+        self.tail_end: _TailMatches | None = None
+
+    def search_file(self, path: str, name: str) -> None:
+        """The first pass reads the plain file `path` by grep: its lines left aside are the
+        ones to search for again; a large file's search starts now, beside the first pass."""
+        self.path, self.name = path, name
+        if self.early is None and os.path.getsize(path) >= EARLY_MIN_BYTES:
+            at_end, errors_at_end = _TailMatches.peek(path, self.pattern())
+            if at_end is not None:
+                self.early = at_end
+            elif not errors_at_end:  # no error at its end: a run that ended well, or hung
+                self.early = LastMatches.start(self.needles, path=path, nice=True)
 
     def take(self, lineno: int, line: bytes) -> None:
         """A line the Python pass set aside."""
         self.taken.append((lineno, line[:SIDE_CUT]))
 
-    def collect(self) -> None:
-        """The stream ended: the second pipeline's lines are read now, and its processes end."""
+    def collect(self, needed: bool = True) -> None:
+        """The source ended: the second pipeline's lines are read now, and its processes end.
+        A plain file's search is stopped instead when they are not `needed` (a cause was
+        found); if the answer needs them after all, `last()` searches again."""
         if self.tail is not None:
             tail, self.tail = self.tail, None
             self.taken.extend(tail.result() or [])
+        if self.early is not None:
+            early, self.early = self.early, None
+            if isinstance(early, _TailMatches):
+                self.tail_end = early  # numbered only if asked for
+            elif needed:
+                self.found = early.result()  # None if it failed: searched again if needed
+            else:
+                early.stop()
 
     def abandon(self) -> None:
         """The scan failed: stop the second pipeline."""
-        if self.tail is not None:
-            tail, self.tail = self.tail, None
-            tail.stop()
+        for running in (self.tail, self.early):
+            if isinstance(running, LastMatches):
+                running.stop()
+        self.tail = self.early = None
 
     def last(self) -> list[tuple[int, bytes]]:
-        """The last lines holding an error word: from the second pipeline, or searched again
-        in the plain file (grep, else Python); [] when the lines were taken already."""
+        """The last lines holding an error word: from the second pipeline (or the file's end),
+        or searched again in the plain file (grep, else Python); [] when the lines were taken
+        already."""
         if self.tail is not None:
             return self.tail.result() or []
+        if self.tail_end is not None:
+            self.found, self.tail_end = self.tail_end.result(), None
+        if self.found is not None:
+            return self.found
         if self.path is None:
             return []
         grep = grep_available()
@@ -627,8 +682,10 @@ class LastMatches:
         self.timer.start()
 
     @classmethod
-    def start(cls, needles: list[str], *, path: str | None = None) -> LastMatches | None:
-        """Search `path`, or (without one) what `write` feeds; None if a tool is missing."""
+    def start(cls, needles: list[str], *, path: str | None = None,
+              nice: bool = False) -> LastMatches | None:
+        """Search `path`, or (without one) what `write` feeds; None if a tool is missing.
+        `nice`: at a lower CPU priority, so it takes only what the first pass leaves over."""
         grep, cut, tail = grep_available(), shutil.which("cut"), shutil.which("tail")
         if not (grep and cut and tail):
             return None
@@ -655,6 +712,9 @@ class LastMatches:
             for proc in procs[:2]:
                 if proc.stdout is not None:
                     proc.stdout.close()  # the next one in the pipe holds it
+        if nice:
+            for proc in procs:
+                _lower_priority(proc.pid)
         size = os.path.getsize(path) if path is not None else 0
         return cls(procs, 60.0 + size / 20e6 if path is not None else 3600.0)
 
@@ -711,16 +771,80 @@ class LastMatches:
                             pipe.close()
         if self.failed or codes[0] not in (0, 1) or any(codes[1:]):
             return None
-        lines = []
-        for raw in out.splitlines():
-            number, sep, line = raw.partition(b":")
-            if not sep or not number.isdigit():
-                continue  # a line cut inside its number (cannot happen below SIDE_CUT)
-            lineno = int(number)
-            if self.breaks:
-                lineno -= bisect.bisect_left(self.breaks, lineno)
-            lines.append((lineno, line))
-        return lines
+        return _numbered(out, self.breaks)
+
+
+def _numbered(out: bytes, breaks: list[int]) -> list[tuple[int, bytes]]:
+    """(line number, line) from `grep -n | cut | tail`'s output."""
+    lines = []
+    for raw in out.splitlines():
+        number, sep, line = raw.partition(b":")
+        if not sep or not number.isdigit():
+            continue  # a line cut inside its number (cannot happen below SIDE_CUT)
+        lineno = int(number)
+        if breaks:
+            lineno -= bisect.bisect_left(breaks, lineno)
+        lines.append((lineno, line))
+    return lines
+
+
+class _TailMatches:
+    """The last SIDE_KEEP lines holding a needle, when the end of a plain file holds that many
+    (a retry loop's log): found in its last TAIL_PEEK bytes in Python, and numbered by counting
+    the file's line breaks (`wc -l`, at memory speed) only when they are asked for. They are
+    what `LastMatches` gives: `grep -n | cut | tail`'s output is rebuilt and read the same way."""
+
+    def __init__(self, path: str, size: int, after: int,
+                 kept: list[tuple[int, bytes]]) -> None:
+        self.path = path
+        self.size = size
+        self.after = after  # line breaks from the first whole line of the peek to the end
+        self.kept = kept  # (index among the peek's lines, line)
+
+    @classmethod
+    def peek(cls, path: str, pattern: re.Pattern[bytes]) -> tuple[_TailMatches | None, int]:
+        """The lines, and how many the file's end holds: None when fewer than SIDE_KEEP (or
+        when it cannot be read: 0)."""
+        try:
+            with open(path, "rb") as stream:
+                size = os.fstat(stream.fileno()).st_size
+                offset = max(0, size - TAIL_PEEK)
+                stream.seek(offset)
+                block = stream.read(TAIL_PEEK)
+        except OSError:
+            return None, 0
+        if offset + len(block) != size:
+            return None, 0  # it changed while read
+        start = 0 if offset == 0 else block.find(b"\n") + 1
+        if offset and start == 0:
+            return None, 0  # no line starts in it
+        pieces = block[start:].split(b"\n")
+        if pieces[-1] == b"":
+            pieces.pop()  # the file ends with a line break: no line after it
+        kept = [(i, line) for i, line in enumerate(pieces) if pattern.search(line)]
+        if len(kept) < SIDE_KEEP:
+            return None, len(kept)
+        return cls(path, size, block.count(b"\n", start), kept[-SIDE_KEEP:]), len(kept)
+
+    def result(self) -> list[tuple[int, bytes]] | None:
+        """(line number, line) of the last matches; None when the file changed or `wc` fails."""
+        wc = shutil.which("wc")
+        if wc is None:
+            return None
+        try:
+            before = os.path.getsize(self.path)
+            done = children.run([wc, "-l", "--", self.path], 60.0 + self.size / 200e6,
+                                env=dict(os.environ, LC_ALL="C"))
+            if before != self.size or os.path.getsize(self.path) != self.size:
+                return None  # a log still being written: its grep is the one to trust
+        except OSError:
+            return None
+        count = done.stdout.split(maxsplit=1)[:1]
+        if done.returncode != 0 or not count or not count[0].isdigit():
+            return None
+        first = int(count[0]) - self.after + 1  # the number of the peek's first whole line
+        out = b"".join((b"%d:" % (first + i) + line)[:SIDE_CUT] + b"\n" for i, line in self.kept)
+        return _numbered(out, [])
 
 
 def candidates(
@@ -740,7 +864,7 @@ def candidates(
     if (grep and source.data is None and source.path is not None and not source.gz
             and os.path.getsize(source.path) >= GREP_MIN_BYTES):
         if side is not None:
-            side.path, side.name = source.path, source.name  # searched again if needed
+            side.search_file(source.path, source.name)  # searched again if needed
         try:
             yield from grep_candidates(source.path, needles, grep, name=source.name)
             return
@@ -775,9 +899,9 @@ def start_candidates(
     grep = grep_available() if use_grep else None
     if (grep and source.data is None and source.path is not None and not source.gz
             and os.path.isfile(source.path) and os.path.getsize(source.path) >= GREP_MIN_BYTES):
-        if side is not None:
-            side.path, side.name = source.path, source.name
         started = grep_candidates(source.path, needles, grep, name=source.name, exclude=exclude)
+        if side is not None:
+            side.search_file(source.path, source.name)
         return _finish_in_python(started, source, combined, side)
     return candidates(source, needles, combined, use_grep=use_grep, side=side)
 
