@@ -50,6 +50,21 @@ def test_rank_from_file_names_but_not_slurm_job_ids(name, rank):
     assert rank_from_name(name) == rank
 
 
+def test_a_trailing_number_is_a_rank_only_among_several_logs(tmp_path):
+    alone = tmp_path / "issue_941.log"
+    alone.write_text(OOM + "\n")
+    finding = triage_paths([str(alone)]).findings[0]
+    assert finding.ranks == [] and "941" not in finding.summary
+    named = tmp_path / "rank_5.log"
+    named.write_text(OOM + "\n")
+    assert triage_paths([str(named)]).findings[0].ranks == [5]
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "worker-0.log").write_text("step 10 ok\n")
+    (folder / "worker-3.log").write_text(OOM + "\n")
+    assert triage_paths([str(folder)]).findings[0].ranks == [3]
+
+
 def test_slurm_output_file_is_not_a_rank(tmp_path):
     path = tmp_path / "slurm-884213.out"
     path.write_text(OOM + "\n")

@@ -92,11 +92,14 @@ class Source:
         return self.path is not None and self.path.endswith(".gz")
 
 
-def rank_from_name(name: str) -> int | None:
+def rank_from_name(name: str, *, alone: bool = False) -> int | None:
+    """The rank a log's file name says it holds. A bare trailing number (`worker-3.log`) counts
+    only among several logs (`alone=False`): a single `train_941.log` is more often an issue,
+    run or job number than rank 941; `rank3` / `local_rank_3` count always."""
     base = os.path.basename(name)
     if _JOB_NAME.match(base):
         return None
-    m = _RANK_IN_NAME.search(base) or _RANK_SUFFIX.search(base)
+    m = _RANK_IN_NAME.search(base) or (None if alone else _RANK_SUFFIX.search(base))
     return int(m.group(1)) if m else None
 
 
@@ -191,6 +194,9 @@ def expand_paths(paths: list[str], skipped: list[tuple[str, str]] | None = None)
         if not os.access(given, os.R_OK):
             raise UsageError(f"{given}: permission denied")
         sources.append(Source(name=given, path=given, rank=rank_from_name(given)))
+    only = sources[0].path if len(sources) == 1 else None
+    if only is not None:
+        sources[0] = Source(name=sources[0].name, path=only, rank=rank_from_name(only, alone=True))
     return sources
 
 
