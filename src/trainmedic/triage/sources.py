@@ -70,6 +70,9 @@ class InputCut(Exception):
     """A source was only read in part (no line breaks, a decompression bomb); says why."""
 
 
+_FEED_ERRORS: tuple[type[BaseException], ...] = (*READ_ERRORS, InputCut)
+
+
 class _GrepLineTooLong(Exception):
     """grep ran out of its memory on a very long line; `lineno` lines were already read."""
 
@@ -115,6 +118,9 @@ def _written_by_us(path: str) -> bool:
     return _TRAINMEDIC_JSON.search(head) is not None
 
 
+_HEAD_ERRORS: tuple[type[BaseException], ...] = (UsageError, *READ_ERRORS)
+
+
 def unreadable_reason(source: Source) -> str | None:
     """Why a file is not a log to read (empty, binary), from its first bytes; None if it is."""
     if source.path is None or source.data is not None:
@@ -125,7 +131,7 @@ def unreadable_reason(source: Source) -> str | None:
             head = stream.read(8192)
         finally:
             stream.close()
-    except (UsageError, OSError, EOFError, zlib.error) as exc:
+    except _HEAD_ERRORS as exc:
         return f"cannot read: {exc}"
     if not head:
         return "empty"
@@ -409,7 +415,7 @@ def _feed(stream: BinaryIO, sink: BinaryIO, errors: list[BaseException], breaks:
                 since_newline = 0
     except BrokenPipeError:
         pass  # grep is gone (killed on timeout): the reader reports it
-    except (OSError, EOFError, zlib.error, InputCut) as exc:  # a truncated or corrupt .gz, a bomb
+    except _FEED_ERRORS as exc:  # a truncated or corrupt .gz, a bomb
         errors.append(exc)
     finally:
         with contextlib.suppress(OSError):
