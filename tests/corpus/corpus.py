@@ -151,6 +151,10 @@ def format_problems(case: Case) -> list[str]:
     return out
 
 
+# The first findings a user reads: triage prints up to eight, the top three fit one screen.
+NEAR = 3
+
+
 @dataclass
 class Score:
     """Tree-level and node-level hits over the incidents whose tree exists; healthy logs only
@@ -160,6 +164,7 @@ class Score:
     tree_hits: int = 0
     node_cases: int = 0  # cases whose expected node exists (node-level denominator)
     node_hits: int = 0
+    tree_near: int = 0  # the right tree among the first NEAR findings (what the user reads)
     healthy: int = 0
     false_alarms: int = 0
     misses: list[str] = field(default_factory=list)
@@ -169,6 +174,7 @@ class Score:
         self.tree_hits += other.tree_hits
         self.node_cases += other.node_cases
         self.node_hits += other.node_hits
+        self.tree_near += other.tree_near
         self.healthy += other.healthy
         self.false_alarms += other.false_alarms
         self.misses += other.misses
@@ -201,6 +207,7 @@ def judge(case: Case, links: list[str], trees: dict[str, set[str]]) -> Score | N
     score.cases = 1
     got_tree = top.partition("#")[0] if top else None
     score.tree_hits = int(got_tree == case.tree)
+    score.tree_near = int(any(link.partition("#")[0] == case.tree for link in links[:NEAR]))
     if case.node is not None and case.node in trees[case.tree]:
         score.node_cases = 1
         score.node_hits = int(top == case.expect)
