@@ -3,7 +3,8 @@
 Exit status: 1 when it reports a finding that `--fail-on` counts (by default any finding;
 `--fail-on cause` only a cause, `--fail-on symptom` a cause, symptom or guess), 0 when it reports
 none that counts (so a log with symptoms only exits 0 under `--fail-on cause`), 2 when nothing in
-the input was readable as a log. A log with an error no signature knows is never called clean: it
+the input was readable as a log; with no finding, one line says how to tell triage what the user
+saw. A log with an error no signature knows is never called clean: it
 gets a finding marked as a guess. The signatures come from the trees, user trees under `--trees`
 included. Sources read only in part (binary data, a decompression bomb) and user-tree signatures
 left out (an unsafe regex) are warned about, and a run that found nothing but had such a warning
@@ -80,6 +81,11 @@ def _print_human(report, *, show_all: bool) -> None:
         console.print(f"[green]No known failure signature[/] in {files} file(s) "
                       f"({report.candidate_lines} candidate lines read).")
         _print_loss(console, report, escape)
+        # a quiet hang or a slow run reads like a healthy log: only the user can tell (with a
+        # symptom given there is always a finding, the answer's own)
+        console.print("[dim]A quiet hang or a slow run reads like a healthy log: if the job "
+                      "froze, crawled or stopped learning, say so with --symptom "
+                      f"{'|'.join(n for n in SYMPTOMS if n != 'crash')}[/]")
         console.print("Continue with: [bold]trainmedic walk triage[/]")
         return
     shown = report.findings if show_all else report.findings[:MAX_SHOWN]
