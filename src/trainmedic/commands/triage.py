@@ -4,8 +4,8 @@ Exit status: 1 when it reports a finding that `--fail-on` counts (by default any
 `--fail-on cause` only a cause, `--fail-on symptom` a cause, symptom or guess), 0 when it reports
 none that counts (so a log with symptoms only exits 0 under `--fail-on cause`), 2 when nothing in
 the input was readable as a log; with no finding, one line says how to tell triage what the user
-saw. A log with an error no signature knows is never called clean: it
-gets a finding marked as a guess. The signatures come from the trees, user trees under `--trees`
+saw. A log with an error no signature knows is never called clean: it gets a finding marked as a
+guess. The signatures come from the trees, user trees under `--trees`
 included. Sources read only in part (binary data, a decompression bomb) and user-tree signatures
 left out (an unsafe regex) are warned about, and a run that found nothing but had such a warning
 exits 2. `--symptom` is what the user saw (the entry tree's first question): findings that fit
