@@ -48,6 +48,11 @@ def top(name: str):
     # a per-rank ZeRO optimizer file the loader opens is absent
     ("zero_optim_states_missing.log", "checkpoint#missing-shard-files",
      "per-rank-checkpoint-file-missing"),
+    # the Trainer's resume finds no weights file in the directory it was given
+    ("hf_trainer_no_valid_checkpoint.log", "checkpoint#missing-shard-files",
+     "hf-trainer-no-valid-checkpoint"),
+    # cudaErrorPeerAccessUnsupported inside NCCL's P2P transport: the intra-node path
+    ("nccl_p2p_peer_access_unsupported.log", "nccl-hang#topology", "p2p-access-unsupported"),
     # init_process_group(env://) without MASTER_ADDR
     ("env_master_addr_unset.log", "multi-node#master-addr", "env-rendezvous-master-unset"),
 ])
