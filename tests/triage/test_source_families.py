@@ -30,7 +30,7 @@ def top(name: str):
     ("gloo_recv_timeout.log", "nccl-hang#watchdog-timeout", "gloo-collective-timeout"),
     # gloo's pair.cc on EOF or a reset: the peer rank went away (ncclRemoteError's counterpart)
     ("gloo_peer_closed.log", "nccl-hang#remote-error", "gloo-peer-closed"),
-    ("gloo_read_error_reset.log", "nccl-hang#remote-error", "rendezvous"),
+    ("gloo_read_error_reset.log", "nccl-hang#remote-error", "gloo-peer-closed"),
     # gloo could not connect its pairs: the interface question, not the store
     ("gloo_connect_timeout.log", "multi-node#network-interface", "gloo-connect-failed"),
     # NCCL's transports see a size the local rank did not post: the ranks disagree
