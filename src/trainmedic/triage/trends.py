@@ -17,6 +17,7 @@ loss series the loss tracker keeps.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -314,3 +315,38 @@ def plateau(points: list[tuple[int, float]]) -> dict[str, Any] | None:
             "same_from": points[0][0] if vals[0] == vals[-1] else points[1][0],
             "identical": start <= 1 and len(set(vals[1:])) == 1 and (
                 (exact and start == 0) or len(vals) - 1 >= PLATEAU_MIN)}
+
+
+# A cross-entropy over k equally likely answers is ln(k): the loss of a model that predicts the
+# uniform distribution, i.e. has learnt nothing. The class counts people train on most, and the
+# vocabularies of the common tokenizers (LLaMA/Mistral 32000, GPT-2 50257, Llama 3 128256).
+CHANCE_CLASSES = (2, 10, 100, 1000, 32000, 50257, 128256)
+CHANCE_MIN = 8  # readings: a run, not a few noisy batches
+CHANCE_NEAR = 0.04  # the late readings' median within 4% of ln(k), none more than 4% below it
+CHANCE_FALL_TAU = -0.5  # and the late readings not on their way down (Kendall's tau)
+CHANCE_EARLY_STEP = 10  # not the first steps of a run, where every classifier starts there
+CHANCE_EARLY_STEP_VOCAB = 100  # a language model's warm-up takes longer to leave ln(vocab)
+
+
+def chance(points: list[tuple[int, float]]) -> dict[str, Any] | None:
+    """The loss sitting at ln(k) for a plausible class count k (see `CHANCE_CLASSES`) over the
+    second half of the readings: the model still predicts a uniform guess. A healthy run starts
+    near ln(k) and falls through it, so the late readings must not go below it (a floor, not a
+    passing value), must not be falling, and must come after the first steps of the run."""
+    finite = [(s, v) for s, v in points if v == v and abs(v) != float("inf")]
+    if len(finite) < CHANCE_MIN:
+        return None
+    late = finite[len(finite) // 2:]
+    values = [v for _s, v in late]
+    mid, low = median(values), min(values)
+    for k in CHANCE_CLASSES:
+        level = math.log(k)
+        if abs(mid - level) > CHANCE_NEAR * level or low < level * (1 - CHANCE_NEAR):
+            continue
+        if late[-1][0] < (CHANCE_EARLY_STEP_VOCAB if k > 1000 else CHANCE_EARLY_STEP):
+            return None
+        if _tau(values) <= CHANCE_FALL_TAU:
+            return None
+        return {"value": mid, "classes": k, "chance": level, "points": len(late),
+                "from_step": late[0][0], "to_step": late[-1][0]}
+    return None
