@@ -81,3 +81,67 @@ def test_no_tune_healthy_log_is_called_chance_level():
     for case in tune_healthy():
         sigs = {f.signature for f in triage_text(case.excerpt).findings}
         assert "loss-chance" not in sigs, case.name
+
+
+# ---- a run reported slow: the log's own numbers answer the tree's questions ---------------
+
+def slow_top(relative: str) -> tuple[str, str]:
+    case = read_case(CORPUS / "cases" / relative)
+    assert case.split == "tune"
+    top = triage_text(case.excerpt, symptom="slow").findings[0]
+    return top.link, top.summary
+
+
+def test_slow_with_forward_taking_most_of_each_step_is_compute_bound():
+    """WeatherGenerator #668: Forward 77 s of a 99 s step; the 12 s of data are the first
+    batch's (the loader's workers still starting), so the time goes to compute."""
+    link, summary = slow_top("slow-training/manual_timers_forward_77s_per_batch_rank_prefix_"
+                             "weathergen_668.log")
+    assert link == "slow-training#compute-bound" and "compute" in summary
+
+
+def test_slow_with_megatrons_batch_generator_taking_a_sixth_is_the_dataloader():
+    """bigcode Megatron #28: batch-generator up to 818 ms of a 5177 ms forward-backward in the
+    (min, max) timer block: getting the next batch takes an unusual share."""
+    link, _summary = slow_top("slow-training/megatron_timers_batch_generator_broadcast_data_"
+                              "ul2_bigcode_28.log")
+    assert link == "slow-training#dataloader"
+
+
+def test_slow_with_mfu_under_one_percent_is_compute_bound():
+    """nanoGPT #466: `mfu 0.96%` on every line: the GPUs reach under 1% of peak."""
+    link, summary = slow_top("slow-training/mfu_under_1pct_old_gpus_nanogpt_466.log")
+    assert link == "slow-training#compute-bound" and "0.96%" in summary
+
+
+def test_slow_with_one_step_six_times_the_others_is_a_pause():
+    """equinox #1145: a flat 8 ms step with one 50 ms step: a pause (the garbage collector),
+    the tree's answer for spikes."""
+    link, _summary = slow_top("slow-training/step_duration_spike_with_gc_generation_equinox_"
+                              "1145.log")
+    assert link == "slow-training#manual-gc"
+
+
+def test_a_growing_step_time_comes_before_a_timers_share():
+    """Megatron #184: backward-params-all-reduce is half of each step, but the step time grows
+    from line to line: the change through the run is what the tree asks about first."""
+    link, _summary = slow_top("slow-training/megatron_t5_timers_forward_compute_growing_"
+                              "184.log")
+    assert link == "slow-training#step-time-creep"
+
+
+def test_slow_with_only_a_throughput_figure_still_asks_for_timers():
+    """DeepSpeed #255: SamplesPerSec alone says nothing about where the time goes."""
+    link, _summary = slow_top("slow-training/ds_samples_per_sec_13_bart_4gpu_wall_clock_"
+                              "255.log")
+    assert link == "slow-training#measure-timers"
+
+
+def test_low_mfu_and_compute_heavy_timers_alone_are_no_finding():
+    """A small model's MFU is low and compute is most of every step in a healthy run: without
+    the user saying the run is slow, these numbers make no finding (tune healthy logs)."""
+    for name in ("healthy/torchtitan_rank0_step_loss_grad_norm_mfu_lines_3393.log",
+                 "healthy/deepspeed_wall_clock_breakdown_timers_tqdm_accelerate_1589.log"):
+        case = read_case(CORPUS / "cases" / name)
+        assert case.split == "tune"
+        assert triage_text(case.excerpt).findings == [], name

@@ -198,6 +198,16 @@ def _from_answer(symptom: Symptom, tails: list[Tail], *, quiet: bool) -> Finding
         elif quiet:
             node = "silent-hang"
             shows = "the log holds no error at all: a silent hang"
+    elif symptom.name == "slow":
+        from trainmedic.triage.trends import slow_hint
+
+        for tail in tails:
+            hint = slow_hint(tail.lines)
+            if hint is not None:
+                node = hint.node
+                evidence = [Evidence(tail.file, n, text) for n, text in hint.lines]
+                shows = f"{hint.why} (slow-training#{hint.node})"
+                break
     elif symptom.name == "diverged":
         nan = _matching(tails, _NAN_VALUE)
         if nan:

@@ -155,6 +155,17 @@ class StepTimes:
                     "stalls": len(stalls), "longest": max(stalls)}
         return None
 
+    def spikes(self) -> dict[str, Any] | None:
+        """A flat step time with a few steps far above it (a pause now and then), or None."""
+        v = self.values
+        if len(v) < SPIKE_MIN_POINTS or self.stride > 1:
+            return None
+        usual = median(v)
+        high = [x for x in v if x >= SPIKE_RATIO * usual]
+        if usual <= 0 or not high or len(high) * 5 > len(v) or self.creep() is not None:
+            return None
+        return {"spikes": len(high), "ratio": max(high) / usual, "points": len(v)}
+
     def creep(self) -> dict[str, Any] | None:
         """A steady rise of the step time, or None."""
         v = self.values
@@ -349,4 +360,147 @@ def chance(points: list[tuple[int, float]]) -> dict[str, Any] | None:
             return None
         return {"value": mid, "classes": k, "chance": level, "points": len(late),
                 "from_step": late[0][0], "to_step": late[-1][0]}
+    return None
+
+
+# ---- a run reported as slow: where the log's own numbers point ----------------------------
+# Read only when the user says the run is slow (`--symptom slow`): these numbers are ordinary in
+# a healthy log (a small model's MFU is low, compute is most of every step), so they never make
+# a finding on their own; they answer the slow-training tree's questions for a run known slow.
+
+# the phases of a per-step timer breakdown, by the timer's name (Megatron's timers, and the
+# `Data: ... | Forward: ... | Total: ...` lines hand-written loops print)
+_PHASES = (
+    ("data", re.compile(r"batch-generator|data-iterator|broadcast-data|^data(?:[_ -]?(?:time|"
+                        r"load(?:ing)?|wait))?$|^load[_-]?data")),
+    ("pipeline", re.compile(r"^(?:forward|backward)-(?:send|recv)")),
+    ("dp-sync", re.compile(r"grads-all-reduce|all-grads-sync|params-all-reduce|params-all-gather"
+                           r"|grads-reduce-scatter")),
+    ("optimizer", re.compile(r"^optimizer$")),
+    ("compute", re.compile(r"^(?:forward|backward)(?:-compute)?$")),
+    ("total", re.compile(r"^(?:forward-backward|total|step|iteration|iter|batch)(?:[_ ]time)?$")),
+)
+# the tree's nodes for a phase with an unusual share (slow-training#timer's answers)
+PHASE_NODES = {"data": "dataloader", "pipeline": "pp-bubble", "dp-sync": "dp-overlap",
+               "optimizer": "optimizer-step", "compute": "compute-bound"}
+# the share of a step that is unusual for a phase: the next batch should be ready (prefetched),
+# the gradient sync mostly overlapped, the optimizer a few percent; compute is most of a step
+PHASE_UNUSUAL = {"data": 0.10, "pipeline": 0.25, "dp-sync": 0.25, "optimizer": 0.20,
+                 "compute": 0.5}
+_MEG_MINMAX = re.compile(r"^\s*([a-z][\w-]*)\s*\.{3,}:\s*\(\s*(" + _NUM + r"),\s*(" + _NUM
+                         + r")\s*\)")
+_TIMER_FIELD = re.compile(r"(?:^|[|\]]|\s)\s*([A-Za-z][\w -]{0,40}?)\s*:\s*(" + _NUM
+                          + r")\s*(ms|s)\b")
+_MEG_FIELD = re.compile(r"([a-z][\w-]*): (" + _NUM + r")")
+_MFU = re.compile(r"\bmfu[:=]?\s*(-?" + _NUM + r")\s*%", re.I)
+MFU_LOW = 5.0  # percent of peak: well-tuned dense training reaches 35-55%
+SPIKE_RATIO = 3.0  # a step this many times the median step is a pause, not noise
+SPIKE_MIN_POINTS = 8
+_FIRST_STEP = re.compile(r"\b(?:batch|step|iter|iteration)\b\s*[:=]?\s*[01]\b", re.I)
+
+
+@dataclass
+class SlowHint:
+    node: str  # a slow-training node
+    why: str
+    lines: list[tuple[int, str]]  # (line number, text) of the readings that show it
+
+
+def _phase(name: str) -> str | None:
+    key = name.strip().lower()
+    return next((phase for phase, rx in _PHASES if rx.search(key)), None)
+
+
+def _timer_reading(text: str) -> dict[str, float] | None:
+    """{phase: time} of one per-step timer breakdown line (the longest timer of each phase,
+    nested timers such as batch-generator around broadcast-data are not added up)."""
+    if "time (ms) |" in text:
+        pairs = [(k, float(v)) for k, v in _MEG_FIELD.findall(text)]
+    else:
+        pairs = [(k, float(v) * (1000.0 if unit == "s" else 1.0))
+                 for k, v, unit in _TIMER_FIELD.findall(text)]
+    out: dict[str, float] = {}
+    for name, value in pairs:
+        phase = _phase(name)
+        if phase is not None:
+            out[phase] = out.get(phase, 0.0) + value if phase == "compute" else max(
+                out.get(phase, 0.0), value)
+    return out if len(out) >= 2 else None
+
+
+def _unusual_phase(readings: list[tuple[dict[str, float], bool]]) -> tuple[str, float] | None:
+    """The phase with an unusual share of the step (median over the readings), or None. The
+    data time of a run's first step is left out: the loader's workers are still starting."""
+    shares: dict[str, list[float]] = {}
+    for phases, first in readings:
+        total = phases.get("total") or sum(v for k, v in phases.items() if k != "total")
+        if total <= 0:
+            continue
+        for phase, value in phases.items():
+            if phase != "total" and not (phase == "data" and first):
+                shares.setdefault(phase, []).append(min(1.0, value / total))
+    for phase in ("data", "pipeline", "dp-sync", "optimizer", "compute"):
+        if phase in shares and median(shares[phase]) >= PHASE_UNUSUAL[phase]:
+            return phase, median(shares[phase])
+    return None
+
+
+def slow_hint(lines: list[tuple[int, str]]) -> SlowHint | None:
+    """For a run reported slow: the slow-training node the log's own numbers lead to, by the
+    tree's questions - a timer breakdown with one phase taking an unusual share, a step time
+    that creeps up or pauses now and then, or a model-FLOPs utilisation far below what the GPU
+    gives - or None when the lines do not show any."""
+    readings: list[tuple[dict[str, float], bool]] = []
+    timer_lines: list[tuple[int, str, str | None]] = []  # and the phase of a block's line
+    block: dict[str, float] = {}
+    block_lines: list[tuple[int, str, str | None]] = []
+    mfu: list[float] = []
+    mfu_lines: list[tuple[int, str]] = []
+    steps = StepTimes()
+    for lineno, text in lines:
+        m = _MEG_MINMAX.match(text)
+        if m:  # Megatron's multi-line "(min, max) time across ranks (ms)" block
+            phase = _phase(m.group(1))
+            if phase is not None:
+                value = float(m.group(3))
+                block[phase] = block.get(phase, 0.0) + value if phase == "compute" else max(
+                    block.get(phase, 0.0), value)
+                block_lines.append((lineno, text, phase))
+            continue
+        if len(block) >= 2:
+            readings.append((block, False))
+            timer_lines += block_lines
+        block, block_lines = {}, []
+        phases = _timer_reading(text)
+        if phases is not None:
+            readings.append((phases, _FIRST_STEP.search(text) is not None))
+            timer_lines.append((lineno, text, None))
+        for m in _MFU.finditer(text):
+            if float(m.group(1)) >= 0:  # nanoGPT prints -100% before it has measured
+                mfu.append(float(m.group(1)))
+                mfu_lines.append((lineno, text))
+        steps.feed(text, "", lineno)
+    if len(block) >= 2:
+        readings.append((block, False))
+        timer_lines += block_lines
+    creep = steps.creep()
+    if creep is not None:  # the step time changes through the run: the tree's own answer
+        return SlowHint("step-time-creep", f"the step time grows from {creep['early']:.4g} to "
+                        f"{creep['late']:.4g}", [(w[1], w[2]) for w in (steps.first, steps.last)
+                                                 if w is not None])
+    unusual = _unusual_phase(readings)
+    if unusual is not None:
+        phase, share = unusual
+        what = ("the time goes to the model's own compute" if phase == "compute" else
+                "an unusual share for it")
+        return SlowHint(PHASE_NODES[phase], f"the per-step timers give {phase} {share:.0%} of "
+                        f"the step: {what}", [(n, t) for n, t, p in timer_lines
+                                              if p in (None, phase)][-3:])
+    pauses = steps.spikes()
+    if pauses is not None:
+        return SlowHint("manual-gc", f"{pauses['spikes']} step(s) take {pauses['ratio']:.1f}x "
+                        "the usual step time: pauses, not a slower run", [])
+    if mfu and median(mfu) < MFU_LOW:
+        return SlowHint("compute-bound", f"the model-FLOPs utilisation is {median(mfu):.3g}% "
+                        "of the GPU's peak", mfu_lines[-3:])
     return None
