@@ -145,3 +145,37 @@ def test_low_mfu_and_compute_heavy_timers_alone_are_no_finding():
         case = read_case(CORPUS / "cases" / name)
         assert case.split == "tune"
         assert triage_text(case.excerpt).findings == [], name
+
+
+# ---- Chainer's PrintReport table ----------------------------------------------------------
+
+CHAINER = "convergence/chainer_cifar_lr_0_5_loss_2_30256_every_epoch_4424.log"
+
+
+def test_a_printreport_table_at_ln10_every_epoch_is_a_flat_loss(tmp_path, use_grep):
+    """chainer #4424: `epoch main/loss validation/main/loss ...` then a row of numbers per
+    epoch, main/loss 2.30256 from epoch 3 on. The rows hold no word a prefilter finds: they
+    are read again from the header, from a file (grep or Python) as from pasted text."""
+    from trainmedic.triage import triage_paths
+
+    case = read_case(CORPUS / "cases" / CHAINER)
+    assert case.split == "tune"
+    log = tmp_path / "train.log"
+    log.write_text(case.excerpt)
+    for report in (triage_text(case.excerpt), triage_paths([str(log)], use_grep=use_grep)):
+        top = report.findings[0]
+        assert top.link == "convergence#flat-loss" and "ln 10" in top.summary
+
+
+def test_rows_that_do_not_fit_the_header_are_not_read():
+    """Only rows with as many numbers as the header has columns are the table's."""
+    from trainmedic.triage.loss import LossTracker
+
+    tracker = LossTracker()
+    tracker.begin("t.log")
+    tracker.feed("epoch       main/loss   validation/main/loss  elapsed_time", 1)
+    assert tracker.lines.table_waiting()
+    assert not tracker.lines.table_row("1           2.46634     2.30259", 2)  # one short
+    assert not tracker.lines.table_row("total [####.....] 12.5%", 3)
+    assert tracker.lines.table_row("1           2.46634     2.30259               61.067", 4)
+    assert tracker.finish().points == [(1, 2.46634)]
