@@ -179,3 +179,43 @@ def test_rows_that_do_not_fit_the_header_are_not_read():
     assert not tracker.lines.table_row("total [####.....] 12.5%", 3)
     assert tracker.lines.table_row("1           2.46634     2.30259               61.067", 4)
     assert tracker.finish().points == [(1, 2.46634)]
+
+
+# ---- DeepSpeed's throughput timer ---------------------------------------------------------
+
+def test_deepspeeds_current_throughput_is_read_as_time_per_sample():
+    """DeepSpeed's timer.py line (as printed in a public example's README, 2022): the current
+    figure is read, not the running average that lags it; older releases print only
+    `SamplesPerSec=` (DeepSpeed #255, a tune case)."""
+    from trainmedic.triage.trends import StepTimes
+
+    line = ("[2022-08-29 06:58:56,176] [INFO] [timer.py:198:stop] 0/20, RunningAvgSamplesPerSec="
+            "232.7340551694273, CurrSamplesPerSec=227.48090316379353, MemAllocated=0.36GB, "
+            "MaxMemAllocated=15.06GB")
+    st = StepTimes()
+    assert st.feed(line, "ds.log", 1)
+    assert st.source == "throughput" and math.isclose(st.values[0], 1 / 227.48090316379353)
+    case = read_case(CORPUS / "cases" / "slow-training/ds_samples_per_sec_13_bart_4gpu_wall_"
+                     "clock_255.log")
+    st = StepTimes()
+    for n, text in enumerate(case.excerpt.splitlines(), 1):
+        st.feed(text, "x.log", n)
+    assert st.source == "throughput" and len(st.values) == 2 and st.creep() is None
+
+
+def test_a_healthy_deepspeed_throughput_line_stays_silent():
+    case = read_case(CORPUS / "cases" / "healthy/deepspeed_step_skipped_warmup_samplespersec_"
+                     "849.log")
+    assert case.split == "tune" and triage_text(case.excerpt).findings == []
+
+
+def test_a_falling_throughput_is_a_creeping_step_time():
+    """Samples per second falling by a third through the run: the step-time creep, said in
+    samples per second."""
+    from trainmedic.triage.trends import StepTimes
+
+    st = StepTimes()
+    for i, rate in enumerate([30.1, 30.0, 29.5, 28.0, 26.2, 24.9, 23.0, 21.7, 20.4]):
+        st.feed(f"0/{(i + 1) * 10}, SamplesPerSec={rate}", "ds.log", i + 1)
+    creep = st.creep()
+    assert creep is not None and creep["form"] == "throughput" and creep["ratio"] > 1.3

@@ -157,6 +157,10 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
         if creep is None:
             return None
         lines = [x for x in (st.first, st.last) if x is not None]
+        if creep["form"] == "throughput":  # read as seconds per sample
+            return (f"the throughput falls through the run: median {1 / creep['early']:.4g} "
+                    f"samples/s early, {1 / creep['late']:.4g} late ({creep['ratio']:.2f}x "
+                    f"the time per sample, {creep['points']} readings)", None, creep, lines)
         return (f"the step time grows through the run: median {creep['early']:.4g} early, "
                 f"{creep['late']:.4g} late ({creep['ratio']:.2f}x, {creep['points']} readings)",
                 None, creep, lines)

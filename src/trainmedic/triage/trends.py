@@ -27,6 +27,7 @@ from typing import Any
 # Megatron's timer summary line ("time (ms) | forward-compute: ..."), not the per-rank timer
 # lines that repeat on every step of a long log
 NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:", "data_time: ",
+           "SamplesPerSec=",
            "load_data_time", "data_wait_time", " data_s:", ")\tData ", ") Data ", ") Batch ")
 MAX_POINTS = 512
 MIN_POINTS = 4
@@ -196,8 +197,19 @@ def _wait_fields(text: str) -> tuple[str, str] | None:
         return None
 
 
+# DeepSpeed's throughput timer: `epoch=0/micro_step=10/global_step=10,
+# RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...` (older releases: `0/2650,
+# SamplesPerSec=13.19`); the current figure, not the running average that lags it. Read as
+# seconds per sample, so a falling throughput is a creeping step time.
+_DS_THROUGHPUT = re.compile(r"(?:CurrSamplesPerSec|(?<![A-Za-z])SamplesPerSec)=(" + _NUM + r")")
+
+
 def _reading(text: str) -> tuple[float | None, str | None]:
     """(seconds or milliseconds, the form) of one progress line."""
+    if "SamplesPerSec=" in text:
+        m = _DS_THROUGHPUT.search(text)
+        value = float(m.group(1)) if m else 0.0
+        return (1.0 / value, "throughput") if value > 0 else (None, None)
     if "time (ms) |" in text:
         parts = _TIMERS.findall(text)
         return (sum(float(p) for p in parts), "megatron-timers") if parts else (None, None)
