@@ -219,3 +219,25 @@ def test_a_falling_throughput_is_a_creeping_step_time():
         st.feed(f"0/{(i + 1) * 10}, SamplesPerSec={rate}", "ds.log", i + 1)
     creep = st.creep()
     assert creep is not None and creep["form"] == "throughput" and creep["ratio"] > 1.3
+
+
+# ---- a run reported as not learning -----------------------------------------------------
+
+def test_not_learning_with_the_learning_rate_printed_as_0_is_lr_too_small():
+    """FastChat #2558: `{'loss': 0.0, 'learning_rate': 0.0, 'epoch': 0.0}` twice. Two lines are
+    too few for a finding from the log alone (a schedule's edge prints one or two), but with
+    the user saying it does not learn they answer the flat-loss question."""
+    case = read_case(CORPUS / "cases" / "convergence/hf_trainer_loss_0_lr_0_lora_t5_fp16_"
+                     "fastchat_2558.log")
+    assert case.split == "tune"
+    assert triage_text(case.excerpt).findings == []
+    top = triage_text(case.excerpt, symptom="not-learning").findings[0]
+    assert top.link == "convergence#lr-too-small" and top.evidence
+
+
+def test_not_learning_with_a_nonzero_learning_rate_is_not_lr_too_small():
+    """LaBraM #64 prints train_lr 2.5e-05 and up: the learning rate is not the answer."""
+    case = read_case(CORPUS / "cases" / "convergence/eeg_pretrain_loss_barely_falls_mlm_acc_0_"
+                     "004_labram_64.log")
+    links = [f.link for f in triage_text(case.excerpt, symptom="not-learning").findings]
+    assert "convergence#lr-too-small" not in links

@@ -412,8 +412,10 @@ _FIRST_STEP = re.compile(r"\b(?:batch|step|iter|iteration)\b\s*[:=]?\s*[01]\b", 
 
 
 @dataclass
-class SlowHint:
-    node: str  # a slow-training node
+class TailHint:
+    """Where a reported symptom leads by the log's own numbers (`--symptom`)."""
+
+    node: str  # a node of the symptom's tree
     why: str
     lines: list[tuple[int, str]]  # (line number, text) of the readings that show it
 
@@ -457,7 +459,7 @@ def _unusual_phase(readings: list[tuple[dict[str, float], bool]]) -> tuple[str, 
     return None
 
 
-def slow_hint(lines: list[tuple[int, str]]) -> SlowHint | None:
+def slow_hint(lines: list[tuple[int, str]]) -> TailHint | None:
     """For a run reported slow: the slow-training node the log's own numbers lead to, by the
     tree's questions - a timer breakdown with one phase taking an unusual share, a step time
     that creeps up or pauses now and then, or a model-FLOPs utilisation far below what the GPU
@@ -497,7 +499,7 @@ def slow_hint(lines: list[tuple[int, str]]) -> SlowHint | None:
         timer_lines += block_lines
     creep = steps.creep()
     if creep is not None:  # the step time changes through the run: the tree's own answer
-        return SlowHint("step-time-creep", f"the step time grows from {creep['early']:.4g} to "
+        return TailHint("step-time-creep", f"the step time grows from {creep['early']:.4g} to "
                         f"{creep['late']:.4g}", [(w[1], w[2]) for w in (steps.first, steps.last)
                                                  if w is not None])
     unusual = _unusual_phase(readings)
@@ -505,14 +507,37 @@ def slow_hint(lines: list[tuple[int, str]]) -> SlowHint | None:
         phase, share = unusual
         what = ("the time goes to the model's own compute" if phase == "compute" else
                 "an unusual share for it")
-        return SlowHint(PHASE_NODES[phase], f"the per-step timers give {phase} {share:.0%} of "
+        return TailHint(PHASE_NODES[phase], f"the per-step timers give {phase} {share:.0%} of "
                         f"the step: {what}", [(n, t) for n, t, p in timer_lines
                                               if p in (None, phase)][-3:])
     pauses = steps.spikes()
     if pauses is not None:
-        return SlowHint("manual-gc", f"{pauses['spikes']} step(s) take {pauses['ratio']:.1f}x "
+        return TailHint("manual-gc", f"{pauses['spikes']} step(s) take {pauses['ratio']:.1f}x "
                         "the usual step time: pauses, not a slower run", [])
     if mfu and median(mfu) < MFU_LOW:
-        return SlowHint("compute-bound", f"the model-FLOPs utilisation is {median(mfu):.3g}% "
+        return TailHint("compute-bound", f"the model-FLOPs utilisation is {median(mfu):.3g}% "
                         "of the GPU's peak", mfu_lines[-3:])
     return None
+
+
+LR_ZERO_REPORTED = 2  # progress lines in a row printing a learning rate of 0
+
+
+def not_learning_hint(lines: list[tuple[int, str]]) -> TailHint | None:
+    """For a run reported as not learning: the learning rate printed as 0 on its last progress
+    lines (at least two in a row) answers the flat-loss question "is the learning rate tiny or
+    zero?" - lr-too-small. Alone, two such lines are a schedule's edge as often as a fault
+    (`analyses.LR_ZERO_MIN` asks for more)."""
+    from trainmedic.triage.loss import LossTracker
+
+    tracker = LossTracker()
+    tracker.begin("tail")
+    read: list[tuple[int, str]] = []
+    for lineno, text in lines:
+        if tracker.feed(text, lineno):
+            read.append((lineno, text))
+    loss = tracker.finish()
+    if loss.lr_zero_tail < LR_ZERO_REPORTED:
+        return None
+    return TailHint("lr-too-small", f"the learning rate is printed as 0 on the last "
+                    f"{loss.lr_zero_tail} progress lines", read[-3:])
