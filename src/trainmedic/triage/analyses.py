@@ -111,11 +111,10 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
         return None
     if name == "loss-chance":
         for loss, _evidence in scanner.loss.runs:
-            if plateau(loss.points) is not None or repeat(loss.points) is not None:
-                continue  # the plateau's finding already says it (and names ln k)
             at = chance(loss.points)
-            if at is None:
-                continue
+            if at is None or plateau(loss.points) is not None or repeat(
+                    loss.points) is not None:
+                continue  # a plateau's finding already says it (and names ln k)
             return (f"the loss stays around {at['value']:.4g} from step {at['from_step']} to "
                     f"{at['to_step']} ({at['points']} readings, none clearly below it): ln "
                     f"{at['classes']} = {at['chance']:.4g}, the loss of a uniform guess over "
