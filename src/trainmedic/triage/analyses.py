@@ -18,7 +18,8 @@ LOSS_ANALYSES = ("loss-spike", "loss-nan", "grad-norm-explosion", "loss-scale-co
 # rank-comparison verdict kind -> analysis name
 RANK_ANALYSES = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
 # analyses of the whole log once it is read
-WHOLE_LOG = ("loss-plateau", "step-time-creep", "data-wait", "lr-zero", "ib-expected-missing")
+WHOLE_LOG = ("loss-plateau", "loss-chance", "step-time-creep", "data-wait", "lr-zero",
+             "ib-expected-missing")
 LR_ZERO_MIN = 3  # progress lines in a row printing the learning rate as 0 (one is a schedule's
 # first warm-up step or its last step)
 # what an analysis can conclude, for its signature's routes (`outcome:`)
@@ -82,7 +83,7 @@ def _ran_away(values: list[float]) -> bool:
 def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
                                                  list[tuple[str, int, str]]] | None:
     """(summary, outcome, details, evidence lines) of a whole-log analysis, or None."""
-    from trainmedic.triage.trends import plateau, repeat
+    from trainmedic.triage.trends import chance, plateau, repeat
 
     if name == "loss-plateau":
         for loss, _evidence in scanner.loss.runs:
@@ -101,9 +102,24 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
                 how = "never moved from the first logged step"
             else:
                 how = f"exactly the same from step {found['same_from']} on"
+            at = chance(loss.points)
+            why = (f"ln {at['classes']} = {at['chance']:.4g}, the loss of a uniform guess over "
+                   f"{at['classes']} classes" if at is not None else "")
             return (f"the loss stays at {found['value']:.6g} ({found['points']} logged "
-                    f"points, {how}): the model is not learning",
+                    f"points, {how}{'; ' + why if why else ''}): the model is not learning",
                     "identical" if found["identical"] else None, found, [])
+        return None
+    if name == "loss-chance":
+        for loss, _evidence in scanner.loss.runs:
+            at = chance(loss.points)
+            if at is None or plateau(loss.points) is not None or repeat(
+                    loss.points) is not None:
+                continue  # a plateau's finding already says it (and names ln k)
+            return (f"the loss stays around {at['value']:.4g} from step {at['from_step']} to "
+                    f"{at['to_step']} ({at['points']} readings, none clearly below it): ln "
+                    f"{at['classes']} = {at['chance']:.4g}, the loss of a uniform guess over "
+                    f"{at['classes']} classes - the model predicts no better than chance",
+                    None, at, [])
         return None
     if name == "ib-expected-missing":
         lines = scanner.ib.missing()
@@ -140,6 +156,10 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
         if creep is None:
             return None
         lines = [x for x in (st.first, st.last) if x is not None]
+        if creep["form"] == "throughput":  # read as seconds per sample
+            return (f"the throughput falls through the run: median {1 / creep['early']:.4g} "
+                    f"samples/s early, {1 / creep['late']:.4g} late ({creep['ratio']:.2f}x "
+                    f"the time per sample, {creep['points']} readings)", None, creep, lines)
         return (f"the step time grows through the run: median {creep['early']:.4g} early, "
                 f"{creep['late']:.4g} late ({creep['ratio']:.2f}x, {creep['points']} readings)",
                 None, creep, lines)

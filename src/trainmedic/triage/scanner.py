@@ -55,6 +55,7 @@ from trainmedic.triage.sources import (
 )
 
 SNIFF_BYTES = 64 << 10
+TABLE_ROW_CAP = 4096  # a table row longer than this is no row of numbers
 _MEGATRON_LINE = re.compile(rb"\biteration\s+\d+\s*/\s*\d+\s*\|[^\n]*?(?:loss|skipped)")
 # an iteration line the block reader already read (a prefilter without grep's exclusion
 # passes it on when a signature needle is on it too)
@@ -261,6 +262,29 @@ class Scanner:
         self._scan(source, start_candidates(source, self.first_needles,
                                             lambda: self._combined_b, use_grep=self.use_grep,
                                             side=side), side)
+        if self.loss.lines.table_waiting() and (source.data is not None or (
+                source.path is not None and not source.gz)):
+            self._read_table(source)
+
+    def _read_table(self, source: Source) -> None:
+        """The rows of a table of numbers under a header the loss reader knows (Chainer's
+        PrintReport): no needle finds them, so they are read again from the header on."""
+        start = self.loss.lines.table_line or 0
+        lineno = 0
+        try:
+            with _open_plain(source) as stream:
+                while raw := stream.readline(TABLE_ROW_CAP):
+                    lineno += 1
+                    if not raw.endswith(b"\n") and len(raw) == TABLE_ROW_CAP:
+                        while raw and not raw.endswith(b"\n"):  # no row is this long
+                            raw = stream.readline(TABLE_ROW_CAP)
+                        continue
+                    if lineno > start:
+                        self.loss.lines.table_row(
+                            lineinfo.clean(raw.decode("utf-8", "replace").rstrip("\r\n")),
+                            lineno)
+        except OSError:
+            return  # the first pass has read what it could; a rerun reports the error
 
     def _sniff(self, source: Source) -> tuple[str | None, bool]:
         """(metrics kind or None, whether the text is Megatron-style iteration lines)."""

@@ -198,6 +198,17 @@ def _from_answer(symptom: Symptom, tails: list[Tail], *, quiet: bool) -> Finding
         elif quiet:
             node = "silent-hang"
             shows = "the log holds no error at all: a silent hang"
+    elif symptom.name in ("slow", "not-learning"):
+        from trainmedic.triage.trends import not_learning_hint, slow_hint
+
+        read = slow_hint if symptom.name == "slow" else not_learning_hint
+        for tail in tails:
+            hint = read(tail.lines)
+            if hint is not None:
+                node = hint.node
+                evidence = [Evidence(tail.file, n, text) for n, text in hint.lines]
+                shows = f"{hint.why} ({tree}#{hint.node})"
+                break
     elif symptom.name == "diverged":
         nan = _matching(tails, _NAN_VALUE)
         if nan:

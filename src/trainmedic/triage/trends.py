@@ -17,6 +17,7 @@ loss series the loss tracker keeps.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from typing import Any
 # Megatron's timer summary line ("time (ms) | forward-compute: ..."), not the per-rank timer
 # lines that repeat on every step of a long log
 NEEDLES = ("time (ms) |", "time this epoch", "time(s):", "Iteration duration:", "data_time: ",
+           "SamplesPerSec=",
            "load_data_time", "data_wait_time", " data_s:", ")\tData ", ") Data ", ") Batch ")
 MAX_POINTS = 512
 MIN_POINTS = 4
@@ -154,6 +156,17 @@ class StepTimes:
                     "stalls": len(stalls), "longest": max(stalls)}
         return None
 
+    def spikes(self) -> dict[str, Any] | None:
+        """A flat step time with a few steps far above it (a pause now and then), or None."""
+        v = self.values
+        if len(v) < SPIKE_MIN_POINTS or self.stride > 1:
+            return None
+        usual = median(v)
+        high = [x for x in v if x >= SPIKE_RATIO * usual]
+        if usual <= 0 or not high or len(high) * 5 > len(v) or self.creep() is not None:
+            return None
+        return {"spikes": len(high), "ratio": max(high) / usual, "points": len(v)}
+
     def creep(self) -> dict[str, Any] | None:
         """A steady rise of the step time, or None."""
         v = self.values
@@ -184,8 +197,19 @@ def _wait_fields(text: str) -> tuple[str, str] | None:
         return None
 
 
+# DeepSpeed's throughput timer: `epoch=0/micro_step=10/global_step=10,
+# RunningAvgSamplesPerSec=..., CurrSamplesPerSec=...` (older releases: `0/2650,
+# SamplesPerSec=13.19`); the current figure, not the running average that lags it. Read as
+# seconds per sample, so a falling throughput is a creeping step time.
+_DS_THROUGHPUT = re.compile(r"(?:CurrSamplesPerSec|(?<![A-Za-z])SamplesPerSec)=(" + _NUM + r")")
+
+
 def _reading(text: str) -> tuple[float | None, str | None]:
     """(seconds or milliseconds, the form) of one progress line."""
+    if "SamplesPerSec=" in text:
+        m = _DS_THROUGHPUT.search(text)
+        value = float(m.group(1)) if m else 0.0
+        return (1.0 / value, "throughput") if value > 0 else (None, None)
     if "time (ms) |" in text:
         parts = _TIMERS.findall(text)
         return (sum(float(p) for p in parts), "megatron-timers") if parts else (None, None)
@@ -314,3 +338,206 @@ def plateau(points: list[tuple[int, float]]) -> dict[str, Any] | None:
             "same_from": points[0][0] if vals[0] == vals[-1] else points[1][0],
             "identical": start <= 1 and len(set(vals[1:])) == 1 and (
                 (exact and start == 0) or len(vals) - 1 >= PLATEAU_MIN)}
+
+
+# A cross-entropy over k equally likely answers is ln(k): the loss of a model that predicts the
+# uniform distribution, i.e. has learnt nothing. The class counts people train on most, and the
+# vocabularies of the common tokenizers (LLaMA/Mistral 32000, GPT-2 50257, Llama 3 128256).
+CHANCE_CLASSES = (2, 10, 100, 1000, 32000, 50257, 128256)
+CHANCE_MIN = 8  # readings: a run, not a few noisy batches
+CHANCE_NEAR = 0.04  # the late readings' median within 4% of ln(k), none more than 4% below it
+CHANCE_FALL_TAU = -0.5  # and the late readings not on their way down (Kendall's tau)
+CHANCE_EARLY_STEP = 10  # not the first steps of a run, where every classifier starts there
+CHANCE_EARLY_STEP_VOCAB = 100  # a language model's warm-up takes longer to leave ln(vocab)
+
+
+def chance(points: list[tuple[int, float]]) -> dict[str, Any] | None:
+    """The loss sitting at ln(k) for a plausible class count k (see `CHANCE_CLASSES`) over the
+    second half of the readings: the model still predicts a uniform guess. A healthy run starts
+    near ln(k) and falls through it, so the late readings must not go below it (a floor, not a
+    passing value), must not be falling, and must come after the first steps of the run."""
+    finite = [(s, v) for s, v in points if v == v and abs(v) != float("inf")]
+    if len(finite) < CHANCE_MIN:
+        return None
+    late = finite[len(finite) // 2:]
+    values = [v for _s, v in late]
+    mid, low = median(values), min(values)
+    for k in CHANCE_CLASSES:
+        level = math.log(k)
+        if abs(mid - level) > CHANCE_NEAR * level or low < level * (1 - CHANCE_NEAR):
+            continue
+        if late[-1][0] < (CHANCE_EARLY_STEP_VOCAB if k > 1000 else CHANCE_EARLY_STEP):
+            return None
+        if _tau(values) <= CHANCE_FALL_TAU:
+            return None
+        return {"value": mid, "classes": k, "chance": level, "points": len(late),
+                "from_step": late[0][0], "to_step": late[-1][0]}
+    return None
+
+
+# ---- a run reported as slow: where the log's own numbers point ----------------------------
+# Read only when the user says the run is slow (`--symptom slow`): these numbers are ordinary in
+# a healthy log (a small model's MFU is low, compute is most of every step), so they never make
+# a finding on their own; they answer the slow-training tree's questions for a run known slow.
+
+# the phases of a per-step timer breakdown, by the timer's name (Megatron's timers, and the
+# `Data: ... | Forward: ... | Total: ...` lines hand-written loops print)
+_PHASES = (
+    ("data", re.compile(r"batch-generator|data-iterator|broadcast-data|^data(?:[_ -]?(?:time|"
+                        r"load(?:ing)?|wait))?$|^load[_-]?data")),
+    ("pipeline", re.compile(r"^(?:forward|backward)-(?:send|recv)")),
+    ("dp-sync", re.compile(r"grads-all-reduce|all-grads-sync|params-all-reduce|params-all-gather"
+                           r"|grads-reduce-scatter")),
+    ("optimizer", re.compile(r"^optimizer$")),
+    ("compute", re.compile(r"^(?:forward|backward)(?:-compute)?$")),
+    ("total", re.compile(r"^(?:forward-backward|total|step|iteration|iter|batch)(?:[_ ]time)?$")),
+)
+# the tree's nodes for a phase with an unusual share (slow-training#timer's answers)
+PHASE_NODES = {"data": "dataloader", "pipeline": "pp-bubble", "dp-sync": "dp-overlap",
+               "optimizer": "optimizer-step", "compute": "compute-bound"}
+# the share of a step that is unusual for a phase: the next batch should be ready (prefetched),
+# the gradient sync mostly overlapped, the optimizer a few percent; compute is most of a step
+PHASE_UNUSUAL = {"data": 0.10, "pipeline": 0.25, "dp-sync": 0.25, "optimizer": 0.20,
+                 "compute": 0.5}
+_MEG_MINMAX = re.compile(r"^\s*([a-z][\w-]*)\s*\.{3,}:\s*\(\s*(" + _NUM + r"),\s*(" + _NUM
+                         + r")\s*\)")
+_TIMER_FIELD = re.compile(r"(?:^|[|\]]|\s)\s*([A-Za-z][\w -]{0,40}?)\s*:\s*(" + _NUM
+                          + r")\s*(ms|s)\b")
+_MEG_FIELD = re.compile(r"([a-z][\w-]*): (" + _NUM + r")")
+_MFU = re.compile(r"\bmfu[:=]?\s*(-?" + _NUM + r")\s*%", re.I)
+MFU_LOW = 5.0  # percent of peak: well-tuned dense training reaches 35-55%
+SPIKE_RATIO = 3.0  # a step this many times the median step is a pause, not noise
+SPIKE_MIN_POINTS = 8
+_FIRST_STEP = re.compile(r"\b(?:batch|step|iter|iteration)\b\s*[:=]?\s*[01]\b", re.I)
+
+
+@dataclass
+class TailHint:
+    """Where a reported symptom leads by the log's own numbers (`--symptom`)."""
+
+    node: str  # a node of the symptom's tree
+    why: str
+    lines: list[tuple[int, str]]  # (line number, text) of the readings that show it
+
+
+def _phase(name: str) -> str | None:
+    key = name.strip().lower()
+    return next((phase for phase, rx in _PHASES if rx.search(key)), None)
+
+
+def _timer_reading(text: str) -> dict[str, float] | None:
+    """{phase: time} of one per-step timer breakdown line (the longest timer of each phase,
+    nested timers such as batch-generator around broadcast-data are not added up)."""
+    if "time (ms) |" in text:
+        pairs = [(k, float(v)) for k, v in _MEG_FIELD.findall(text)]
+    else:
+        pairs = [(k, float(v) * (1000.0 if unit == "s" else 1.0))
+                 for k, v, unit in _TIMER_FIELD.findall(text)]
+    out: dict[str, float] = {}
+    for name, value in pairs:
+        phase = _phase(name)
+        if phase is not None:
+            out[phase] = out.get(phase, 0.0) + value if phase == "compute" else max(
+                out.get(phase, 0.0), value)
+    return out if len(out) >= 2 else None
+
+
+def _unusual_phase(readings: list[tuple[dict[str, float], bool]]) -> tuple[str, float] | None:
+    """The phase with an unusual share of the step (median over the readings), or None. The
+    data time of a run's first step is left out: the loader's workers are still starting."""
+    shares: dict[str, list[float]] = {}
+    for phases, first in readings:
+        total = phases.get("total") or sum(v for k, v in phases.items() if k != "total")
+        if total <= 0:
+            continue
+        for phase, value in phases.items():
+            if phase != "total" and not (phase == "data" and first):
+                shares.setdefault(phase, []).append(min(1.0, value / total))
+    for phase in ("data", "pipeline", "dp-sync", "optimizer", "compute"):
+        if phase in shares and median(shares[phase]) >= PHASE_UNUSUAL[phase]:
+            return phase, median(shares[phase])
+    return None
+
+
+def slow_hint(lines: list[tuple[int, str]]) -> TailHint | None:
+    """For a run reported slow: the slow-training node the log's own numbers lead to, by the
+    tree's questions - a timer breakdown with one phase taking an unusual share, a step time
+    that creeps up or pauses now and then, or a model-FLOPs utilisation far below what the GPU
+    gives - or None when the lines do not show any."""
+    readings: list[tuple[dict[str, float], bool]] = []
+    timer_lines: list[tuple[int, str, str | None]] = []  # and the phase of a block's line
+    block: dict[str, float] = {}
+    block_lines: list[tuple[int, str, str | None]] = []
+    mfu: list[float] = []
+    mfu_lines: list[tuple[int, str]] = []
+    steps = StepTimes()
+    for lineno, text in lines:
+        m = _MEG_MINMAX.match(text)
+        if m:  # Megatron's multi-line "(min, max) time across ranks (ms)" block
+            phase = _phase(m.group(1))
+            if phase is not None:
+                value = float(m.group(3))
+                block[phase] = block.get(phase, 0.0) + value if phase == "compute" else max(
+                    block.get(phase, 0.0), value)
+                block_lines.append((lineno, text, phase))
+            continue
+        if len(block) >= 2:
+            readings.append((block, False))
+            timer_lines += block_lines
+        block, block_lines = {}, []
+        phases = _timer_reading(text)
+        if phases is not None:
+            readings.append((phases, _FIRST_STEP.search(text) is not None))
+            timer_lines.append((lineno, text, None))
+        for m in _MFU.finditer(text):
+            if float(m.group(1)) >= 0:  # nanoGPT prints -100% before it has measured
+                mfu.append(float(m.group(1)))
+                mfu_lines.append((lineno, text))
+        steps.feed(text, "", lineno)
+    if len(block) >= 2:
+        readings.append((block, False))
+        timer_lines += block_lines
+    creep = steps.creep()
+    if creep is not None:  # the step time changes through the run: the tree's own answer
+        return TailHint("step-time-creep", f"the step time grows from {creep['early']:.4g} to "
+                        f"{creep['late']:.4g}", [(w[1], w[2]) for w in (steps.first, steps.last)
+                                                 if w is not None])
+    unusual = _unusual_phase(readings)
+    if unusual is not None:
+        phase, share = unusual
+        what = ("the time goes to the model's own compute" if phase == "compute" else
+                "an unusual share for it")
+        return TailHint(PHASE_NODES[phase], f"the per-step timers give {phase} {share:.0%} of "
+                        f"the step: {what}", [(n, t) for n, t, p in timer_lines
+                                              if p in (None, phase)][-3:])
+    pauses = steps.spikes()
+    if pauses is not None:
+        return TailHint("manual-gc", f"{pauses['spikes']} step(s) take {pauses['ratio']:.1f}x "
+                        "the usual step time: pauses, not a slower run", [])
+    if mfu and median(mfu) < MFU_LOW:
+        return TailHint("compute-bound", f"the model-FLOPs utilisation is {median(mfu):.3g}% "
+                        "of the GPU's peak", mfu_lines[-3:])
+    return None
+
+
+LR_ZERO_REPORTED = 2  # progress lines in a row printing a learning rate of 0
+
+
+def not_learning_hint(lines: list[tuple[int, str]]) -> TailHint | None:
+    """For a run reported as not learning: the learning rate printed as 0 on its last progress
+    lines (at least two in a row) answers the flat-loss question "is the learning rate tiny or
+    zero?" - lr-too-small. Alone, two such lines are a schedule's edge as often as a fault
+    (`analyses.LR_ZERO_MIN` asks for more)."""
+    from trainmedic.triage.loss import LossTracker
+
+    tracker = LossTracker()
+    tracker.begin("tail")
+    read: list[tuple[int, str]] = []
+    for lineno, text in lines:
+        if tracker.feed(text, lineno):
+            read.append((lineno, text))
+    loss = tracker.finish()
+    if loss.lr_zero_tail < LR_ZERO_REPORTED:
+        return None
+    return TailHint("lr-too-small", f"the learning rate is printed as 0 on the last "
+                    f"{loss.lr_zero_tail} progress lines", read[-3:])

@@ -17,7 +17,9 @@ Formats (detected from content, each line on its own):
   `02000 iter, average time 0.63, loss 1.2` lines;
 - torchvision's reference scripts (`Epoch: [E]  [ i/n]  eta: ...  lr: X  loss: Y (avg)`) and
   one line per epoch (`Epoch: 3, Loss: 2.30`, `Epoch 85/300: 100%|...| ..., Loss 6.27, ...`);
-- Keras `fit` (`Epoch 2/100` then `89595/89595 [=====] - 8s - loss: 5.7257 - acc: 0.6448`).
+- Keras `fit` (`Epoch 2/100` then `89595/89595 [=====] - 8s - loss: 5.7257 - acc: 0.6448`);
+- Chainer's and pytorch-pfn-extras' PrintReport tables (`epoch  main/loss  ...` then rows of
+  numbers, read again by the scanner since no needle finds a row).
 The learning rate, where a line prints it, is followed too: printed as 0 line after line, the
 run cannot learn.
 Also the lines around them that recovery needs: checkpoint saves, save and log intervals.
@@ -83,6 +85,14 @@ _EPOCH_STEP_LOSS = re.compile(r"^\s*Epoch:?\s*(\d+)\s*[,:]\s*Step:?\s*(\d+)\s*[,
 # one summary line per epoch: the epoch number, then the first (training) loss on the line
 _EPOCH_LOSS = re.compile(r"^\s*Epoch:?\s*(\d+)(?:/\d+)?\s*[:,]\s.*?\b(?:train[_ ])?[Ll]oss\b"
                          r"[:=]?\s*(" + NUM + r")(?![\w.])")
+
+# Chainer's PrintReport (and pytorch-pfn-extras', its port) prints a table: a header of reporter
+# keys (`epoch  iteration  main/loss  validation/main/loss  ...  elapsed_time`), then a row of
+# numbers per report. The rows hold no word a prefilter can find: the scanner reads them again
+# from the header on (`table_waiting`, `table_row`).
+_TABLE_HEAD = re.compile(r"^\s*(?:epoch|iteration)\s(?:\s*[A-Za-z_][\w/.-]*)*\s*$")
+TABLE_LOSS_KEYS = ("main/loss", "train/loss")
+TABLE_MAX_ROWS = 1 << 20
 
 LOSS_KEYS = ("lm loss", "lm_loss", "reduced_train_loss", "train_loss_step", "train_loss",
              "loss")
@@ -175,6 +185,9 @@ class LineReader:
         self._keras_epoch: int | None = None
         self._keras_index = 0
         self._epoch_step_index = 0  # `Epoch E, Step S, Loss: X` lines read so far
+        self._table: tuple[int, int, int] | None = None  # (columns, step column, loss column)
+        self.table_line: int | None = None  # the header's line number
+        self.table_rows = 0
 
     def begin(self, name: str) -> None:
         self.flush()
@@ -192,6 +205,10 @@ class LineReader:
         """Parse one (clean) line; True when it told something about training progress."""
         where: Where = (self.source, lineno, text)
         self._hint(text)
+        if "/loss" in text and self._table_head(text, lineno):
+            return True
+        if self._table is not None and self.table_row(text, lineno):
+            return True
         if "iteration" in text:
             m = MEGATRON_ITER.search(text)
             if m:
@@ -282,6 +299,41 @@ class LineReader:
             self.s.point(int(found[0]), float(found[1]), grad=grad, where=where)
             return True
         return False
+
+    def _table_head(self, text: str, lineno: int) -> bool:
+        """A PrintReport header naming the training loss column."""
+        if _TABLE_HEAD.match(text) is None:
+            return False
+        cols = text.split()
+        loss = next((cols.index(k) for k in TABLE_LOSS_KEYS if k in cols), None)
+        if loss is None:
+            return False
+        step = cols.index("iteration") if "iteration" in cols else cols.index(cols[0])
+        self._table = (len(cols), step, loss)
+        self.table_line, self.table_rows = lineno, 0
+        return True
+
+    def table_waiting(self) -> bool:
+        """A table header was read but none of its rows (they reach the reader only when the
+        scanner reads them again)."""
+        return self._table is not None and self.table_rows == 0
+
+    def table_row(self, text: str, lineno: int) -> bool:
+        """One row of numbers under the table header (as many as its columns)."""
+        if self._table is None or self.table_rows >= TABLE_MAX_ROWS:
+            return False
+        ncols, step_col, loss_col = self._table
+        cells = text.split()
+        if len(cells) != ncols or not cells[step_col].isdigit():
+            return False
+        values = [parse_float(c) for c in cells]
+        loss = values[loss_col]
+        if loss is None or any(v is None for v in values):
+            return False
+        self._fmt("chainer", lineno)
+        self.table_rows += 1
+        self.s.point(int(cells[step_col]), loss, where=(self.source, lineno, text))
+        return True
 
     def _openmmlab(self, fmt: str, epoch: int | None, i: int, n: int, text: str,
                    where: Where) -> bool:
