@@ -232,19 +232,7 @@ def test_a_corrupt_gz_is_one_line_and_exit_2(tmp_path, capsys, deep, grep):
     assert len(err.strip().splitlines()) == 1, err
 
 
-UNSAFE_TREE = """\
-id: our-stack
-title: Our launcher
-summary: Failures of our in-house launcher.
-start: quota
-nodes:
-  quota:
-    fix: Ask for more GPU quota
-    why: Our scheduler refuses jobs above the team's quota.
-    steps:
-      - do: See the quota.
-        code: ourctl quota show
-    signatures:
+UNSAFE_SIGNATURE = """\
       - id: our-slow
         title: a signature whose regex backtracks exponentially
         kind: cause
@@ -254,10 +242,8 @@ nodes:
 """
 
 
-def test_an_unsafe_user_regex_is_skipped_with_a_note(tmp_path):
-    folder = tmp_path / "ut"
-    folder.mkdir()
-    (folder / "our-stack.yaml").write_text(UNSAFE_TREE)
+def test_an_unsafe_user_regex_is_skipped_with_a_note(tmp_path, user_tree):
+    folder = user_tree(UNSAFE_SIGNATURE)
     log = tmp_path / "job.log"
     log.write_text("starting\nQUOTA_EXCEEDED " + "a" * 40 + "\n")
     result, _peak = run_limited(["triage", str(log), "--trees", str(folder)], timeout=30)
