@@ -95,21 +95,36 @@ def generate(path: str, size: int) -> None:
     _write(path, size, 64, _noisy_step)
 
 
-RETRY = [
-    b"[default%(r)d]:[2024-05-01 12:%(m)02d:%(s)02d,%(ms)03d] [WARNING] [wandb] Error while "
-    b"calling W&B API: rate limit exceeded (HTTP 429) for run %(c)d, retrying (%(a)d/5)",
-    b"[default%(r)d]:[2024-05-01 12:%(m)02d:%(s)02d,%(ms)03d] [WARNING] [metrics] Exception in "
-    b"exporter thread %(k)d, retrying in 2s",
-]
+# Warnings that fail nothing, each log's own: a retry loop's, whose error words no signature
+# knows (the errors log), and a healthy run's (the quiet log). `_warning` fills them in.
+WARNINGS = {
+    "retry": [
+        b"[default%(r)d]:[2024-05-01 12:%(m)02d:%(s)02d,%(ms)03d] [WARNING] [wandb] Error while "
+        b"calling W&B API: rate limit exceeded (HTTP 429) for run %(c)d, retrying (%(a)d/5)",
+        b"[default%(r)d]:[2024-05-01 12:%(m)02d:%(s)02d,%(ms)03d] [WARNING] [metrics] Exception in "
+        b"exporter thread %(k)d, retrying in 2s",
+    ],
+    "harmless": [
+        b"[default%(r)d]:/usr/local/lib/python3.10/dist-packages/torch/distributed/fsdp/"
+        b"_state_dict_utils.py:773: FutureWarning: the `state_dict_type` API will be removed in "
+        b"a future release.",
+        b"[default%(r)d]:[2024-05-01 12:%(m)02d:%(s)02d,000] [WARNING] [checkpointing] slow "
+        b"storage: checkpoint save took 312.4 s (threshold 300 s)",
+    ],
+}
+
+
+def _warning(kind: str, which: int, step: int, rank: int, k: int = 0) -> bytes:
+    """Warning `which` of `kind`, printed by `rank` at `step` (`k`: its place in the step)."""
+    return WARNINGS[kind][which] % {
+        b"r": rank, b"m": step // 60 % 60, b"s": step % 60, b"ms": k * 111 % 1000,
+        b"c": step % 4096, b"a": k // 2 % 5 + 1, b"k": k}
 
 
 def _errors_step(step: int) -> list[bytes]:
     block = _noisy_step(step)
     for k in range(8):  # a retry loop: the same two warnings, over and over
-        r = (step + k) % 8
-        block.insert(k * 7, RETRY[k % 2] % {
-            b"r": r, b"m": step // 60 % 60, b"s": step % 60, b"ms": k * 111 % 1000,
-            b"c": step % 4096, b"a": k // 2 % 5 + 1, b"k": k})
+        block.insert(k * 7, _warning("retry", k % 2, step, (step + k) % 8, k))
     return block
 
 
@@ -118,20 +133,10 @@ def generate_errors(path: str, size: int) -> None:
     _write(path, size, 64, _errors_step)
 
 
-HARMLESS = [
-    b"[default%(r)d]:/usr/local/lib/python3.10/dist-packages/torch/distributed/fsdp/"
-    b"_state_dict_utils.py:773: FutureWarning: the `state_dict_type` API will be removed in a "
-    b"future release.",
-    b"[default%(r)d]:[2024-05-01 12:%(m)02d:%(s)02d,000] [WARNING] [checkpointing] slow "
-    b"storage: checkpoint save took 312.4 s (threshold 300 s)",
-]
-
-
 def _quiet_step(step: int) -> list[bytes]:
     block = _noisy_step(step)
     if step % 2000 == 0:  # a few harmless warnings, nothing that fails
-        block.append(HARMLESS[step // 2000 % 2] % {b"r": step % 8, b"m": step // 60 % 60,
-                                                   b"s": step % 60})
+        block.append(_warning("harmless", step // 2000 % 2, step, step % 8))
     return block
 
 

@@ -65,6 +65,40 @@ def test_a_line_repeating_progress_words_is_read_in_linear_time(words):
     assert large < 9 * max(small, 1e-5), (small, large)
 
 
+def test_a_line_repeating_iteration_markers_is_read_in_linear_time_by_the_block_reader():
+    # before: the block reader's time-per-iteration regex tried a lazy gap from every marker of
+    # a line: 0.1 s for 1000 "iteration 1/" on one line among Megatron's, 12x that for 4x it
+    import io
+    import re
+    import time
+    from pathlib import Path
+
+    from trainmedic.triage.loss import LossTracker
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "loss" / "megatron_lm_moe_timestamped.log"
+    real = fixture.read_text(encoding="utf-8").splitlines()[1]  # a real iteration line
+
+    def iteration(step: int) -> str:
+        return re.sub(r"iteration +\d+/", f"iteration {step:8d}/", real)
+
+    def cost(repeats: int) -> float:
+        lines = [*map(iteration, range(1, 41)), "iteration 1/ " * repeats,
+                 *map(iteration, range(41, 81))]
+        data = ("\n".join(lines) + "\n").encode()
+        best = float("inf")
+        for _ in range(5):
+            tracker = LossTracker()
+            start = time.perf_counter()
+            tracker.read_megatron(io.BytesIO(data), "x.log")
+            best = min(best, time.perf_counter() - start)
+            assert tracker.block_lines and tracker.series.a.count == 80
+        return best
+
+    small, large = cost(1000), cost(4000)
+    # linear: about 4x for 4x the line; quadratic: about 16x (a generous bound between them)
+    assert large < 9 * max(small, 1e-5), (small, large)
+
+
 def test_a_line_repeating_saving_checkpoint_is_read_quickly(tmp_path):
     # before: about 12 s per line (a regex with two lazy gaps), so minutes for this file
     log = tmp_path / "saves.log"
@@ -198,19 +232,7 @@ def test_a_corrupt_gz_is_one_line_and_exit_2(tmp_path, capsys, deep, grep):
     assert len(err.strip().splitlines()) == 1, err
 
 
-UNSAFE_TREE = """\
-id: our-stack
-title: Our launcher
-summary: Failures of our in-house launcher.
-start: quota
-nodes:
-  quota:
-    fix: Ask for more GPU quota
-    why: Our scheduler refuses jobs above the team's quota.
-    steps:
-      - do: See the quota.
-        code: ourctl quota show
-    signatures:
+UNSAFE_SIGNATURE = """\
       - id: our-slow
         title: a signature whose regex backtracks exponentially
         kind: cause
@@ -220,10 +242,8 @@ nodes:
 """
 
 
-def test_an_unsafe_user_regex_is_skipped_with_a_note(tmp_path):
-    folder = tmp_path / "ut"
-    folder.mkdir()
-    (folder / "our-stack.yaml").write_text(UNSAFE_TREE)
+def test_an_unsafe_user_regex_is_skipped_with_a_note(tmp_path, user_tree):
+    folder = user_tree(UNSAFE_SIGNATURE)
     log = tmp_path / "job.log"
     log.write_text("starting\nQUOTA_EXCEEDED " + "a" * 40 + "\n")
     result, _peak = run_limited(["triage", str(log), "--trees", str(folder)], timeout=30)

@@ -84,19 +84,7 @@ def test_lint_of_a_file_also_given_as_trees_is_not_a_duplicate(tmp_path):
     assert result.returncode == 0, result.stdout
 
 
-USER_TREE = """\
-id: our-stack
-title: Our launcher
-summary: Failures of our in-house launcher.
-start: quota
-nodes:
-  quota:
-    fix: Ask for more GPU quota
-    why: Our scheduler refuses jobs above the team's quota.
-    steps:
-      - do: See the quota.
-        code: ourctl quota show
-    signatures:
+QUOTA_SIGNATURE = """\
       - id: our-quota
         title: the in-house scheduler refused the job (quota)
         kind: cause
@@ -104,18 +92,11 @@ nodes:
         needles: ["QUOTA_EXCEEDED"]
         match: 'QUOTA_EXCEEDED for team \\w+'
         example: "ourctl: QUOTA_EXCEEDED for team vision"
-{extra}"""
+"""
 
 
-def write_user_tree(tmp_path, extra: str = "") -> Path:
-    folder = tmp_path / "user"
-    folder.mkdir()
-    (folder / "our-stack.yaml").write_text(USER_TREE.replace("{extra}", extra))
-    return folder
-
-
-def test_user_tree_adds_a_signature_triage_uses(tmp_path):
-    folder = write_user_tree(tmp_path)
+def test_user_tree_adds_a_signature_triage_uses(tmp_path, user_tree):
+    folder = user_tree(QUOTA_SIGNATURE)
     assert lint("--trees", str(folder)).returncode == 0
     log = tmp_path / "job.log"
     log.write_text("starting\nourctl: QUOTA_EXCEEDED for team vision\n")
@@ -148,8 +129,8 @@ def test_user_tree_adds_a_signature_triage_uses(tmp_path):
     ("      - id: broken\n        title: t\n        kind: cause\n        needles: [XXXX]\n"
      "        match: '(unclosed'\n        example: XXXX\n", "not a valid regular expression"),
 ])
-def test_lint_reports_each_broken_signature_at_its_line(tmp_path, extra, message):
-    folder = write_user_tree(tmp_path, extra)
+def test_lint_reports_each_broken_signature_at_its_line(user_tree, extra, message):
+    folder = user_tree(QUOTA_SIGNATURE + extra)
     result = lint(str(folder / "our-stack.yaml"))
     assert result.returncode == 1
     lines = [line for line in result.stdout.splitlines() if message in line]

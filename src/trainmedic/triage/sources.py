@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 
 from trainmedic import children
 from trainmedic.errors import UsageError
+from trainmedic.triage.fileend import FileEnd
 from trainmedic.triage.loss.tfevents import looks_like_tfevents  # binary, yet a loss curve
 
 CHUNK = 1 << 20
@@ -802,33 +803,24 @@ def _numbered(out: bytes, breaks: list[int]) -> list[tuple[int, bytes]]:
 
 class _TailMatches:
     """The last SIDE_KEEP lines holding a needle, when the end of a plain file holds that many
-    (a retry loop's log): found in its last TAIL_PEEK bytes in Python, and numbered by counting
-    the file's line breaks (`wc -l`, at memory speed) only when they are asked for. They are
-    what `LastMatches` gives: `grep -n | cut | tail`'s output is rebuilt and read the same way."""
+    (a retry loop's log): found in its last TAIL_PEEK bytes in Python, and numbered (`FileEnd`:
+    the file's line breaks counted at memory speed) only when they are asked for. They are what
+    `LastMatches` gives: `grep -n | cut | tail`'s output is rebuilt and read the same way."""
 
-    def __init__(self, path: str, size: int, after: int,
-                 kept: list[tuple[int, bytes]]) -> None:
-        self.path = path
-        self.size = size
-        self.after = after  # line breaks from the first whole line of the peek to the end
-        self.kept = kept  # (index among the peek's lines, line)
+    def __init__(self, end: FileEnd, kept: list[tuple[int, bytes]]) -> None:
+        self.end = end
+        self.kept = kept  # (index among the peek's whole lines, line)
 
     @classmethod
     def peek(cls, path: str, pattern: re.Pattern[bytes]) -> tuple[_TailMatches | None, int]:
         """The lines, and how many the file's end holds: None when fewer than SIDE_KEEP (or
         when it cannot be read: 0)."""
-        try:
-            with open(path, "rb") as stream:
-                size = os.fstat(stream.fileno()).st_size
-                offset = max(0, size - TAIL_PEEK)
-                stream.seek(offset)
-                block = stream.read(TAIL_PEEK)
-        except OSError:
+        end = FileEnd.read(path, TAIL_PEEK)
+        if end is None:
             return None, 0
-        if offset + len(block) != size:
-            return None, 0  # it changed while read
-        start = 0 if offset == 0 else block.find(b"\n") + 1
-        if offset and start == 0:
+        block = end.block
+        start = 0 if end.offset == 0 else block.find(b"\n") + 1
+        if end.offset and start == 0:
             return None, 0  # no line starts in it
         pieces = block[start:].split(b"\n")
         if pieces[-1] == b"":
@@ -836,25 +828,16 @@ class _TailMatches:
         kept = [(i, line) for i, line in enumerate(pieces) if pattern.search(line)]
         if len(kept) < SIDE_KEEP:
             return None, len(kept)
-        return cls(path, size, block.count(b"\n", start), kept[-SIDE_KEEP:]), len(kept)
+        return cls(end, kept[-SIDE_KEEP:]), len(kept)
 
     def result(self) -> list[tuple[int, bytes]] | None:
-        """(line number, line) of the last matches; None when the file changed or `wc` fails."""
-        wc = shutil.which("wc")
-        if wc is None:
+        """(line number, line) of the last matches; None when the file changed (a log still
+        being written: its grep is the one to trust) or cannot be counted."""
+        first = self.end.first_line()
+        if first is None:
             return None
-        try:
-            before = os.path.getsize(self.path)
-            done = children.run([wc, "-l", "--", self.path], 60.0 + self.size / 200e6,
-                                env=dict(os.environ, LC_ALL="C"))
-            if before != self.size or os.path.getsize(self.path) != self.size:
-                return None  # a log still being written: its grep is the one to trust
-        except OSError:
-            return None
-        count = done.stdout.split(maxsplit=1)[:1]
-        if done.returncode != 0 or not count or not count[0].isdigit():
-            return None
-        first = int(count[0]) - self.after + 1  # the number of the peek's first whole line
+        if self.end.offset:
+            first += 1  # the peek's lines start after the line its first byte cuts
         out = b"".join((b"%d:" % (first + i) + line)[:SIDE_CUT] + b"\n" for i, line in self.kept)
         return _numbered(out, [])
 

@@ -268,20 +268,19 @@ def tail_of_bytes(name: str, data: bytes, clean: Callable[[str], str]) -> Tail:
 
 
 def tail_of_file(name: str, path: str, clean: Callable[[str], str]) -> Tail | None:
-    """The last lines of a plain file, with their line numbers (one pass that counts lines);
-    None when it cannot be read."""
-    newlines = size = 0
-    keep = b""
-    try:
-        with open(path, "rb") as handle:
-            while chunk := handle.read(1 << 20):
-                keep = (keep + chunk)[-TAIL_BYTES:]
-                newlines += chunk.count(b"\n")
-                size += len(chunk)
-    except OSError:
-        return None
-    first = newlines - keep.count(b"\n") + 1
-    return _tail(name, first, keep, cut=size > len(keep), clean=clean)
+    """The last lines of a plain file, with their line numbers (read from its end, numbered by
+    counting its line breaks: `FileEnd`); None when it cannot be read, or keeps changing while
+    it is."""
+    from trainmedic.triage.fileend import FileEnd
+
+    for _ in range(3):  # a log still being written: its end is read again
+        end = FileEnd.read(path, TAIL_BYTES)
+        if end is None:
+            return None
+        first = end.first_line()
+        if first is not None:
+            return _tail(name, first, end.block, cut=end.offset > 0, clean=clean)
+    return None
 
 
 def _tail(name: str, first: int, data: bytes, *, cut: bool,

@@ -48,7 +48,9 @@ _CLEAN = re.compile(r"^(?:\s|\[[^\]]*\]:?)*iteration\s+\d+\s*/\s*\d+\s*\|(?:[^|]
 # (an iteration marker within the first 40 characters: the timestamp and rank prefixes; a line
 # with more before its marker, output glued in front, still goes through the needle search)
 GREP_EXCLUDE = r"^.{0,40}iteration[[:space:]]+[0-9]+[[:space:]]*/[[:space:]]*[0-9]+[[:space:]]*\|"
-_TIME = re.compile(rb"iteration +(\d+) */[^\n]*?elapsed time per iteration \(ms\): *([0-9.]+)")
+# the time on an iteration line (searched from the line's first iteration marker to its end:
+# one lazy gap from every marker was quadratic on a line repeating "iteration 1/")
+_TIME = re.compile(rb"elapsed time per iteration \(ms\): *([0-9.]+)")
 _SEG = rb"[^|\n]*\|"
 _VAL = rb"([^|\n]*)\|"  # float() ignores the spaces around a value
 _ZERO = rb" *0 *\|"
@@ -252,12 +254,27 @@ def _times(block: bytes, start: int, end: int) -> list[tuple[int, float]]:
     size = end - start
     pos = start - 1
     for k in range(TIME_SAMPLES):
-        m = _TIME.search(block, max(pos + 1, start + k * size // TIME_SAMPLES), end)
-        if m is None:
+        found = _time_after(block, max(pos + 1, start + k * size // TIME_SAMPLES), end)
+        if found is None:
             break
-        pos = m.start()
-        out.append((int(m.group(1)), float(m.group(2))))
+        pos, step, ms = found
+        out.append((step, ms))
     return out
+
+
+def _time_after(block: bytes, pos: int, end: int) -> tuple[int, int, float] | None:
+    """(offset, step, time) of the first iteration marker from `pos` whose line goes on to the
+    time per iteration. Only a line's first marker can: every later one's rest of the line is
+    part of the first's. So each line is searched once, and a line without a time is skipped
+    whole, however many markers it repeats."""
+    while (step := _STEP.search(block, pos, end)) is not None:
+        eol = block.find(b"\n", step.end(), end)
+        eol = end if eol < 0 else eol
+        ms = _TIME.search(block, step.end(), eol)
+        if ms is not None:
+            return step.start(), int(step.group(1)), float(ms.group(1))
+        pos = eol
+    return None
 
 
 def extract(block: bytes, start: int, end: int, lay: Layout, interval: int, grad_thr: float,
