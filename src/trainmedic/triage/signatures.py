@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING
 
 from trainmedic.trees.paths import builtin_tree_dir
 from trainmedic.triage.hooks import HOOKS, Hook
+from trainmedic.triage.words import builtin_words
 
 if TYPE_CHECKING:
     from trainmedic.trees.forest import Forest
     from trainmedic.trees.model import LogSignature, Tree
+    from trainmedic.triage.words import LearnedWords
 
 KIND_ORDER = {"cause": 0, "symptom": 1, "guess": 2, "context": 3}
 
@@ -62,6 +64,11 @@ _STOP = frozenset((
 # that one common word ("called", "instance") does not name a tree.
 KNOWLEDGE_WEIGHT = 0.25
 KNOWLEDGE_MIN_WORDS = 2
+# The words learned from the corpus's tune cases (`trainmedic.triage.words`) weigh this much in
+# the guess, the signature words the rest: the best weight in 5-fold cross-validation over the
+# tune incidents (benchmarks/guess_cv.py), where the signature words, written from those very
+# cases, are flattered; on logs nobody tuned on the learned share is likely worth more.
+LEARNED_WEIGHT = 0.25
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,6 +111,7 @@ class SignatureSet:
     # (tree, the prose of its nodes): `knowledge`'s input
     prose: tuple[tuple[str, tuple[str, ...]], ...] = ()
     notes: tuple[str, ...] = ()  # what was left out of a user tree (an unsafe regex), and why
+    words: LearnedWords | None = None  # the words learned from real incidents, if shipped
 
     @functools.cached_property
     def vocabulary(self) -> dict[str, Counter[str]]:
@@ -133,20 +141,33 @@ class SignatureSet:
         return sorted(self.index, key=lambda n: (-len(n), n))
 
     def guess_tree(self, text: str) -> tuple[str | None, float]:
-        """The tree whose words best match `text` (rarer words weigh more; a word of a tree's
-        prose a quarter of a word of its signatures), leaving out a tree whose own signature
-        holds a needle of `text` and excludes it ("this looks like me but is not": Triton's
-        shared-memory limit is not a CUDA OOM)."""
+        """The tree whose words best match `text`: the signature words' score (`word_scores`),
+        and where a learned model is loaded, its words (`combine`)."""
+        disowned = self.disowned(text)
+        scores = self.word_scores(text, disowned)
+        posterior = {} if self.words is None else {
+            tree: p for tree, p in self.words.posterior(text).items() if tree not in disowned}
+        return combine(scores, posterior)
+
+    def disowned(self, text: str) -> set[str]:
+        """Trees whose own signature holds a needle of `text` and excludes it ("this looks like
+        me but is not": Triton's shared-memory limit is not a CUDA OOM)."""
+        return {s.tree for s in self.signatures if s.exclude is not None
+                and any(n in text for n in s.needles) and s.exclude.search(text)}
+
+    def word_scores(self, text: str, disowned: set[str] | None = None) -> dict[str, float]:
+        """Tree -> how well its words match `text` (rarer words weigh more; a word of a tree's
+        prose a quarter of a word of its signatures); trees with no word, and `disowned` ones,
+        left out."""
         words = {w.lower() for w in _WORD.findall(text)} - _STOP
         if not words or not self.vocabulary:
-            return None, 0.0
-        disowned = {s.tree for s in self.signatures if s.exclude is not None
-                    and any(n in text for n in s.needles) and s.exclude.search(text)}
+            return {}
+        disowned = self.disowned(text) if disowned is None else disowned
         knowledge = self.knowledge
         spread = Counter(w for tree in set(self.vocabulary) | set(knowledge)
                          for w in set(self.vocabulary.get(tree, ())) | knowledge.get(tree, set()))
         signed = any(w in vocab for vocab in self.vocabulary.values() for w in words)
-        best, score = None, 0.0
+        out: dict[str, float] = {}
         for tree in sorted(set(self.vocabulary) | set(knowledge)):
             if tree in disowned:
                 continue
@@ -155,9 +176,32 @@ class SignatureSet:
             loose = [w for w in words if w in prose]
             if signed or len(loose) >= KNOWLEDGE_MIN_WORDS:
                 s += sum(KNOWLEDGE_WEIGHT / spread[w] for w in loose)
-            if s > score:
-                best, score = tree, s
-        return best, score
+            if s > 0:
+                out[tree] = s
+        return out
+
+
+def combine(scores: dict[str, float], posterior: dict[str, float]) -> tuple[str | None, float]:
+    """The guessed tree and its signature-word score. Without a learned posterior, the best
+    signature-word score (the first tree, by name, among equals); with one, the best blend of
+    the two as shares: `LEARNED_WEIGHT` x the posterior + the rest x each tree's share of the
+    signature-word scores (benchmarks/guess_cv.py chose the form and the weight)."""
+    if not posterior:
+        return _best(scores)
+    total = sum(scores.values())
+    blend = {tree: LEARNED_WEIGHT * posterior.get(tree, 0.0)
+             + (1 - LEARNED_WEIGHT) * (scores.get(tree, 0.0) / total if total else 0.0)
+             for tree in set(scores) | set(posterior)}
+    best, _ = _best(blend)
+    return best, scores.get(best, 0.0) if best is not None else 0.0
+
+
+def _best(scores: dict[str, float]) -> tuple[str | None, float]:
+    best, top = None, 0.0
+    for tree, s in sorted(scores.items()):
+        if s > top:
+            best, top = tree, s
+    return best, top
 
 
 def compile_forest(forest: Forest) -> SignatureSet:
@@ -190,7 +234,7 @@ def compile_forest(forest: Forest) -> SignatureSet:
     wording += ((tree.id, (*tree.tags, str(tree.title))) for tree in forest.trees.values())
     prose = tuple((tree.id, tuple(_prose(tree))) for tree in forest.trees.values())
     return SignatureSet(tuple(sigs), derived, index, tuple(near), tuple(wording), prose,
-                        tuple(notes))
+                        tuple(notes), builtin_words())
 
 
 def _prose(tree: Tree) -> Iterable[str]:

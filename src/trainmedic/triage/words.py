@@ -1,0 +1,164 @@
+"""Words learned from real incidents: which tree an error message's words point to.
+
+The never-silent guess (`SignatureSet.guess_tree`) names a tree for an error no signature knows.
+Hand-written signature words fit the messages they were written from; this model is counted
+from the public corpus's tune cases (`scripts/learn_words.py` writes `trees/learned/words.json`):
+per tree, how often each word occurs in its incidents' error lines, read as a multinomial naive
+Bayes model with additive smoothing. It only ever ranks trees for a guess: it never makes a
+finding by itself, so a healthy log stays silent whatever the words.
+
+The file is data, read by one tolerant reader: a missing, garbled or mistyped file (or entry)
+means "no learned words" (or leaves that entry out), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+# Identifiers as a library spells them (NCCL, cudaMalloc, ibv_reg_mr, ZeRO), lower-cased; a word
+# is split at dots, slashes and dashes, so a module path or a file path gives its parts.
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9_]+")
+# Hex ids and addresses (0x7f3a..., a commit, a pointer printed bare) say nothing of the cause.
+_HEXISH = re.compile(r"^(?:0x)?[0-9a-f]*\d[0-9a-f]*$")
+# Words every kind of log holds: a path's furniture, Python's own traceback words.
+NOISE = frozenset((
+    "py", "usr", "lib", "lib64", "local", "home", "site", "packages", "dist", "python",
+    "python3", "opt", "conda", "envs", "anaconda3", "miniconda3", "root", "venv", "line", "file",
+    "self", "in", "the", "of", "to", "and", "is", "at", "for", "on", "with", "by", "an", "or",
+    "be", "it", "this", "that", "not", "are", "was", "from", "as", "if", "you", "can",
+))
+MAX_TOKENS = 400  # words read from one text: a guess's input is one line and its frame
+
+
+def tokens(text: str, limit: int | None = MAX_TOKENS) -> list[str]:
+    """The words of `text` that may tell a cause (the first `limit`): library and API names kept
+    whole; numbers, hex ids, one-letter words and path furniture dropped."""
+    out = []
+    for raw in _TOKEN.findall(text):
+        word = raw.lower().strip("_")
+        if len(word) < 2 or word in NOISE or _HEXISH.match(word):
+            continue
+        if sum(c.isdigit() for c in word) * 2 > len(word):
+            continue  # mostly digits: an id, a size, a version
+        out.append(word)
+        if limit is not None and len(out) >= limit:
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class LearnedWords:
+    """Per tree, word counts over its incidents' texts, with where they came from."""
+
+    counts: dict[str, dict[str, int]]  # tree -> word -> occurrences
+    docs: dict[str, int]  # tree -> incidents it was counted from
+    alpha: float = 0.5  # additive smoothing
+    provenance: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "provenance": dict(sorted(self.provenance.items())),
+            "alpha": self.alpha,
+            "docs": dict(sorted(self.docs.items())),
+            "counts": {tree: dict(sorted(words.items()))
+                       for tree, words in sorted(self.counts.items())},
+        }
+
+    @classmethod
+    def from_dict(cls, data: object) -> LearnedWords | None:
+        """The model in `data`, leaving out entries of the wrong type; None when nothing of it
+        is usable (not a mapping, another format, no tree with a word)."""
+        if not isinstance(data, Mapping) or data.get("format") != FORMAT:
+            return None
+        counts: dict[str, dict[str, int]] = {}
+        raw_counts = data.get("counts")
+        for tree, words in (raw_counts.items() if isinstance(raw_counts, Mapping) else ()):
+            if not isinstance(tree, str) or not isinstance(words, Mapping):
+                continue
+            kept = {w: n for w, n in words.items() if isinstance(w, str)
+                    and isinstance(n, int) and not isinstance(n, bool) and n > 0}
+            if kept:
+                counts[tree] = kept
+        if not counts:
+            return None
+        raw_docs = data.get("docs")
+        docs = {t: n for t, n in (raw_docs.items() if isinstance(raw_docs, Mapping) else ())
+                if t in counts and isinstance(n, int) and not isinstance(n, bool) and n > 0}
+        alpha = data.get("alpha")
+        if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not alpha > 0 \
+                or not math.isfinite(alpha):
+            alpha = 0.5
+        raw_prov = data.get("provenance")
+        provenance = {k: v for k, v in (raw_prov.items() if isinstance(raw_prov, Mapping)
+                                        else ()) if isinstance(k, str) and isinstance(v, str)}
+        return cls(counts, docs, float(alpha), provenance)
+
+    @cached_property
+    def _tables(self) -> tuple[dict[str, dict[str, float]], dict[str, float]]:
+        """(tree -> word -> log P(word | tree), tree -> log P(unseen word | tree))."""
+        vocabulary = {w for words in self.counts.values() for w in words}
+        size = len(vocabulary)
+        logp: dict[str, dict[str, float]] = {}
+        unseen: dict[str, float] = {}
+        for tree, words in self.counts.items():
+            total = sum(words.values()) + self.alpha * size
+            logp[tree] = {w: math.log((n + self.alpha) / total) for w, n in words.items()}
+            unseen[tree] = math.log(self.alpha / total)
+        return logp, unseen
+
+    def posterior(self, text: str) -> dict[str, float]:
+        """Tree -> P(tree | the words of `text`), uniform prior (a tree's share of the corpus
+        says how many threads were collected for it, not how often it happens); only words the
+        model has seen count. Empty when `text` has none."""
+        logp, unseen = self._tables
+        words = [w for w in tokens(text) if any(w in table for table in logp.values())]
+        if not words:
+            return {}
+        score = {tree: sum(table.get(w, unseen[tree]) for w in words)
+                 for tree, table in logp.items()}
+        top = max(score.values())
+        weights = {tree: math.exp(s - top) for tree, s in score.items()}
+        total = sum(weights.values())
+        return {tree: w / total for tree, w in sorted(weights.items())}
+
+
+def fit(docs: Iterable[tuple[str, str]], *, alpha: float = 0.5,
+        provenance: Mapping[str, str] | None = None) -> LearnedWords:
+    """Count the words of (tree, text) pairs; a word counts once per text, so one long paste
+    does not outweigh many short ones."""
+    counts: dict[str, Counter[str]] = {}
+    ndocs: Counter[str] = Counter()
+    for tree, text in docs:
+        words = set(tokens(text, None))
+        if not words:
+            continue
+        counts.setdefault(tree, Counter()).update(words)
+        ndocs[tree] += 1
+    return LearnedWords({t: dict(c) for t, c in counts.items()}, dict(ndocs), alpha,
+                        dict(provenance or {}))
+
+
+def read_learned(path: Path) -> LearnedWords | None:
+    """The model saved at `path`; None when it is missing or unreadable as one."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return LearnedWords.from_dict(data)
+
+
+def builtin_words() -> LearnedWords | None:
+    """The model shipped with the built-in trees (`trees/learned/words.json`)."""
+    from trainmedic.trees.paths import builtin_tree_dir
+
+    return read_learned(builtin_tree_dir() / "learned" / "words.json")
