@@ -170,7 +170,7 @@ def main() -> int:
             unseen = dataclasses.replace(without(base, unseen_drop), words=model)
             for name, choose in methods.items():
                 for label, s in (("guess", sigs), ("guess-unseen", unseen)):
-                    hits = total = 0
+                    hits = total = node_hits = node_total = 0
                     for i in held:
                         if inputs[i] is None:
                             continue
@@ -180,7 +180,12 @@ def main() -> int:
                         tree, _ = choose(s.word_scores(inputs[i], disowned), post)
                         total += 1
                         hits += tree == cases[i].tree
+                        if cases[i].node in nodes.get(cases[i].tree or "", ()):
+                            node_total += 1
+                            node_hits += tree == cases[i].tree and (
+                                s.guess_node(inputs[i], tree) == cases[i].node)
                     acc[(name, label)].append((hits, total))
+                    acc[(name, f"{label}-node")].append((node_hits, node_total))
                 if args.no_e2e:
                     continue
                 signature_module.combine = choose
@@ -200,9 +205,8 @@ def main() -> int:
                   f"a guess input, {len(unseen_drop)} signatures only they use", flush=True)
     finally:
         signature_module.combine = original
-    measures = ["guess"] + ([] if args.no_e2e else
-                            ["guess-unseen", "e2e-all-tree", "e2e-all-node", "e2e-unseen-tree",
-                             "e2e-unseen-node"])
+    measures = ["guess", "guess-node"] + ([] if args.no_e2e else [
+        "guess-unseen", "e2e-all-tree", "e2e-all-node", "e2e-unseen-tree", "e2e-unseen-node"])
     print(f"\n{len(cases)} tune incidents, {sum(x is not None for x in inputs)} with a guess "
           f"input; {args.folds} folds, seed {args.seed}; mean over folds (pooled in brackets)")
     print(f"{'method':10}" + "".join(f"{m:>22}" for m in measures))

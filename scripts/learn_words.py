@@ -3,11 +3,11 @@
     PYTHONPATH=src python scripts/learn_words.py [--check]
 
 Reads every case of tests/corpus whose header says `split: tune` (any batch); a held-out case is
-recognised from its header and never read further. From each incident it takes the text the
-never-silent guess reads (`guess_input`: the last error line no launcher echo hides, with the
-frame above it) and the other error lines of the excerpt (`error_lines`), and counts their words
-per expected tree (`trainmedic.triage.words.fit`). `--check` says whether the shipped file is
-what this run would write (exit 1 if not), without writing.
+recognised from its header and never read further. From each incident it takes its error lines
+and traceback frames (`error_lines`; the guess's own input, `guess_input`, is among them) and
+counts their words per expected place, `tree#node` (`trainmedic.triage.words.fit`). `--check`
+says whether the shipped file is what this run would write (exit 1 if not), without writing; the
+corpus commit it names is left aside there (a commit that changes no tune case changes no count).
 """
 
 from __future__ import annotations
@@ -28,13 +28,12 @@ from corpus import CASES, SEPARATOR, Case, read_case  # noqa: E402
 
 from trainmedic.triage import lineinfo  # noqa: E402
 from trainmedic.triage.unmatched import NEEDLES, ErrorTracker, classify  # noqa: E402
-from trainmedic.triage.words import LearnedWords, fit  # noqa: E402
+from trainmedic.triage.words import LearnedWords, fit, read_learned  # noqa: E402
 
 OUT = ROOT / "trees" / "learned" / "words.json"
 SCRIPT = "scripts/learn_words.py"
 # kinds of error line whose words the guess reads (an exit code or a kill has none)
 WORDY = ("exception", "nccl", "cuda", "crash", "logged")
-ALPHA = 0.1  # the best smoothing in benchmarks/guess_cv.py's cross-validation
 
 
 def tune_paths(root: Path = CASES) -> Iterator[Path]:
@@ -104,8 +103,7 @@ def training_text(case: Case) -> str:
 
 
 def learn(cases: list[Case], provenance: dict[str, str] | None = None) -> LearnedWords:
-    return fit(((c.tree or "", training_text(c)) for c in cases), alpha=ALPHA,
-               provenance=provenance)
+    return fit(((c.expect, training_text(c)) for c in cases), provenance=provenance)
 
 
 def inputs_digest(cases: list[Case]) -> str:
@@ -149,19 +147,22 @@ def main() -> int:
     ap.add_argument("--check", action="store_true",
                     help="exit 1 if the shipped file differs from what this run would write")
     args = ap.parse_args()
-    model = build()
-    text = render(model)
     if args.check:
+        shipped = read_learned(OUT)
+        commit = shipped.provenance.get("corpus_commit") if shipped is not None else None
         try:
-            same = OUT.read_text(encoding="utf-8") == text
+            same = OUT.read_text(encoding="utf-8") == render(build(commit))
         except OSError:
             same = False
         print(f"{OUT.relative_to(ROOT)}: {'up to date' if same else 'STALE: run ' + SCRIPT}")
         return 0 if same else 1
+    model = build()
+    text = render(model)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(text, encoding="utf-8")
     counted = sum(model.docs.values())
-    print(f"wrote {OUT.relative_to(ROOT)}: {len(model.counts)} trees, "
+    trees = {place.partition("#")[0] for place in model.counts}
+    print(f"wrote {OUT.relative_to(ROOT)}: {len(trees)} trees ({len(model.counts)} places), "
           f"{len({w for c in model.counts.values() for w in c})} words, from {counted} of "
           f"{model.provenance['cases']} tune incidents")
     return 0
