@@ -28,7 +28,7 @@ import dataclasses
 import random
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -41,6 +41,7 @@ from learn_words import guess_input, learn, tune_incidents  # noqa: E402
 
 from trainmedic.triage import signatures as signature_module  # noqa: E402
 from trainmedic.triage.signatures import SignatureSet, forest_signatures  # noqa: E402
+from trainmedic.triage.words import ALPHA  # noqa: E402
 
 Choice = Callable[[dict[str, float], dict[str, float]], tuple[str | None, float]]
 
@@ -79,10 +80,17 @@ def mix(weight: float) -> Choice:
     return choose
 
 
-METHODS: dict[str, Choice] = {
-    "sig": sig_only, "learned": learned_only, "fallback": fallback,
-    **{f"mix{w:g}": mix(w) for w in (0.15, 0.25, 0.35, 0.5, 0.75)},
-    "shipped": signature_module.combine,  # what triage uses (LEARNED_WEIGHT)
+# name -> (how the tree is chosen, whether the learned words may name a node in it, how many
+# well-known words an error needs before the learned words join in: 0 always)
+METHODS: dict[str, tuple[Choice, bool, int]] = {
+    "sig": (sig_only, False, 0),  # before: the signature words alone, the tree's start
+    "learned": (learned_only, True, 0),
+    "fallback": (fallback, True, 0),
+    **{f"mix{w:g}": (mix(w), True, 0) for w in (0.15, 0.25, 0.35, 0.5)},
+    **{f"mix0.25-gate{k}": (mix(0.25), True, k) for k in (1, 2, 3, 4)},
+    "shipped-nonode": (signature_module.combine, False, signature_module.LEARNED_MIN_WORDS),
+    # what triage uses: LEARNED_WEIGHT, LEARNED_MIN_WORDS, NODE_MIN_SHARE
+    "shipped": (signature_module.combine, True, signature_module.LEARNED_MIN_WORDS),
 }
 
 
@@ -140,89 +148,106 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="run the k folds this many times, seeds seed, seed+1, ...")
+    ap.add_argument("--alpha", type=float, default=ALPHA, help="the model's smoothing")
     ap.add_argument("--method", action="append", default=[], choices=sorted(METHODS))
-    ap.add_argument("--no-e2e", action="store_true", help="the guess measure only")
+    ap.add_argument("--no-e2e", action="store_true", help="the guess measures only")
     args = ap.parse_args()
     methods = {m: METHODS[m] for m in (args.method or METHODS)}
     t0 = time.perf_counter()
     base = dataclasses.replace(forest_signatures(), words=None)
     from trainmedic.trees.forest import load_forest
 
-    forest = load_forest([])
-    nodes = {tid: set(t.nodes) for tid, t in forest.trees.items()}
+    nodes = {tid: set(t.nodes) for tid, t in load_forest([]).trees.items()}
     cases = tune_incidents(set(nodes))
-    fold = folds_of(cases, args.folds, args.seed)
     inputs = [guess_input(c.excerpt) for c in cases]
     derived = {s.id for s in base.derived.values()}
-    used = [] if args.no_e2e else [used_signatures(run_triage(c.excerpt, c.name, base)) - derived
-                                    for c in cases]
-    # per method, per measure: per fold (hits, total)
-    acc: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)
-    original = signature_module.combine
+    used = [used_signatures(run_triage(c.excerpt, c.name, base)) - derived for c in cases]
+    acc: dict[tuple[str, str], list[tuple[int, int]]] = defaultdict(list)  # per fold
+    patched = ("combine", "NODE_MIN_SHARE", "LEARNED_MIN_WORDS")
+    saved = {name: getattr(signature_module, name) for name in patched}
+    runs = [(seed, f) for seed in range(args.seed, args.seed + args.repeats)
+            for f in range(args.folds)]
     try:
-        for f in range(args.folds):
-            train = [c for c, g in zip(cases, fold, strict=True) if g != f]
+        for seed, f in runs:
+            fold = folds_of(cases, args.folds, seed)
             held = [i for i, g in enumerate(fold) if g == f]
-            model = learn(train)
+            model = learn([c for c, g in zip(cases, fold, strict=True) if g != f],
+                          alpha=args.alpha)
+            drop = set().union(*(used[i] for i in held)) - set().union(
+                *(used[i] for i, g in enumerate(fold) if g != f))
+            tail = [i for i in held if used[i] & drop]  # their signature is theirs alone
             sigs = dataclasses.replace(base, words=model)
-            unseen_drop = set().union(*(used[i] for i in held)) - set().union(
-                *(used[i] for i, g in enumerate(fold) if g != f)) if used else set()
-            unseen = dataclasses.replace(without(base, unseen_drop), words=model)
-            for name, choose in methods.items():
-                for label, s in (("guess", sigs), ("guess-unseen", unseen)):
-                    hits = total = node_hits = node_total = 0
-                    for i in held:
-                        if inputs[i] is None:
-                            continue
-                        disowned = s.disowned(inputs[i])
-                        post = {t: p for t, p in model.posterior(inputs[i]).items()
-                                if t not in disowned}
-                        tree, _ = choose(s.word_scores(inputs[i], disowned), post)
-                        total += 1
-                        hits += tree == cases[i].tree
-                        if cases[i].node in nodes.get(cases[i].tree or "", ()):
-                            node_total += 1
-                            node_hits += tree == cases[i].tree and (
-                                s.guess_node(inputs[i], tree) == cases[i].node)
-                    acc[(name, label)].append((hits, total))
-                    acc[(name, f"{label}-node")].append((node_hits, node_total))
+            unseen = dataclasses.replace(without(base, drop), words=model)
+            for name, (choose, names_node, min_words) in methods.items():
+                signature_module.combine = choose
+                signature_module.LEARNED_MIN_WORDS = min_words
+                signature_module.NODE_MIN_SHARE = (saved["NODE_MIN_SHARE"] if names_node
+                                                   else float("inf"))
+                for label, s, which in (("guess", sigs, held), ("guess-tail", unseen, tail)):
+                    _guesses(acc, name, label, s, [i for i in which if inputs[i]], cases,
+                             inputs, nodes)
                 if args.no_e2e:
                     continue
-                signature_module.combine = choose
                 for label, s in (("e2e-all", sigs), ("e2e-unseen", unseen)):
-                    tree_hits = node_hits = node_total = 0
-                    for i in held:
-                        report = run_triage(cases[i].excerpt, cases[i].name, s)
-                        top = report.findings[0] if report.findings else None
-                        tree_hits += bool(top and top.tree == cases[i].tree)
-                        if cases[i].node in nodes.get(cases[i].tree or "", ()):
-                            node_total += 1
-                            node_hits += bool(top and top.link == cases[i].expect)
-                    acc[(name, f"{label}-tree")].append((tree_hits, len(held)))
-                    acc[(name, f"{label}-node")].append((node_hits, node_total))
-                signature_module.combine = original
-            print(f"fold {f}: {len(held)} held, {sum(inputs[i] is not None for i in held)} with "
-                  f"a guess input, {len(unseen_drop)} signatures only they use", flush=True)
+                    _end_to_end(acc, name, label, s, held, cases, nodes)
+            worded = sum(bool(inputs[i]) for i in held)
+            print(f"seed {seed} fold {f}: {len(held)} held, {worded} with a guess input; "
+                  f"{len(tail)} use {len(drop)} signatures no other fold uses", flush=True)
     finally:
-        signature_module.combine = original
-    measures = ["guess", "guess-node"] + ([] if args.no_e2e else [
-        "guess-unseen", "e2e-all-tree", "e2e-all-node", "e2e-unseen-tree", "e2e-unseen-node"])
-    print(f"\n{len(cases)} tune incidents, {sum(x is not None for x in inputs)} with a guess "
-          f"input; {args.folds} folds, seed {args.seed}; mean over folds (pooled in brackets)")
-    print(f"{'method':10}" + "".join(f"{m:>22}" for m in measures))
+        for name, value in saved.items():
+            setattr(signature_module, name, value)
+    measures = ["guess", "guess-node", "guess-tail", "guess-tail-node"] + (
+        [] if args.no_e2e else
+        ["e2e-all-tree", "e2e-all-node", "e2e-unseen-tree", "e2e-unseen-node"])
+    print(f"\n{len(cases)} tune incidents, {sum(bool(x) for x in inputs)} with a guess input; "
+          f"{args.folds} folds x {args.repeats} (seeds from {args.seed}), alpha {args.alpha:g}; "
+          "mean over folds "
+          "(pooled hits/cases in brackets)")
+    print(f"{'method':15}" + "".join(f"{m:>20}" for m in measures))
     for name in methods:
         row = []
         for m in measures:
             per = acc[(name, m)]
-            mean = sum(h / t for h, t in per if t) / max(1, sum(1 for _h, t in per if t))
-            pooled = Counter()
-            for h, t in per:
-                pooled["h"] += h
-                pooled["t"] += t
-            row.append(f"{100 * mean:6.1f}% ({pooled['h']:3d}/{pooled['t']:3d})")
-        print(f"{name:10}" + "".join(f"{r:>22}" for r in row))
+            rates = [h / t for h, t in per if t]
+            mean = sum(rates) / len(rates) if rates else 0.0
+            hits, total = sum(h for h, _t in per), sum(t for _h, t in per)
+            row.append(f"{100 * mean:5.1f}% ({hits:3d}/{total:3d})")
+        print(f"{name:15}" + "".join(f"{r:>20}" for r in row))
     print(f"({time.perf_counter() - t0:.0f} s)")
     return 0
+
+
+def _guesses(acc, name: str, label: str, sigs: SignatureSet, which: list[int], cases, inputs,
+             nodes) -> None:
+    """The guess alone on each case's `guess_input`: the tree, and the tree and node."""
+    hits = node_hits = node_total = 0
+    for i in which:
+        text, case = inputs[i], cases[i]
+        tree, _ = sigs.guess_tree(text)
+        hits += tree == case.tree
+        if case.node in nodes.get(case.tree or "", ()):
+            node_total += 1
+            node_hits += tree == case.tree and sigs.guess_node(text, tree) == case.node
+    acc[(name, label)].append((hits, len(which)))
+    acc[(name, f"{label}-node")].append((node_hits, node_total))
+
+
+def _end_to_end(acc, name: str, label: str, sigs: SignatureSet, held: list[int], cases,
+                nodes) -> None:
+    """triage's top finding on each held case's whole excerpt: the tree, and the node."""
+    tree_hits = node_hits = node_total = 0
+    for i in held:
+        case = cases[i]
+        report = run_triage(case.excerpt, case.name, sigs)
+        top = report.findings[0] if report.findings else None
+        tree_hits += bool(top and top.tree == case.tree)
+        if case.node in nodes.get(case.tree or "", ()):
+            node_total += 1
+            node_hits += bool(top and top.link == case.expect)
+    acc[(name, f"{label}-tree")].append((tree_hits, len(held)))
+    acc[(name, f"{label}-node")].append((node_hits, node_total))
 
 
 if __name__ == "__main__":

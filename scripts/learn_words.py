@@ -28,7 +28,7 @@ from corpus import CASES, SEPARATOR, Case, read_case  # noqa: E402
 
 from trainmedic.triage import lineinfo  # noqa: E402
 from trainmedic.triage.unmatched import NEEDLES, ErrorTracker, classify  # noqa: E402
-from trainmedic.triage.words import LearnedWords, fit, read_learned  # noqa: E402
+from trainmedic.triage.words import ALPHA, LearnedWords, fit, read_learned  # noqa: E402
 
 OUT = ROOT / "trees" / "learned" / "words.json"
 SCRIPT = "scripts/learn_words.py"
@@ -102,8 +102,10 @@ def training_text(case: Case) -> str:
     return error_lines(case.excerpt)
 
 
-def learn(cases: list[Case], provenance: dict[str, str] | None = None) -> LearnedWords:
-    return fit(((c.expect, training_text(c)) for c in cases), provenance=provenance)
+def learn(cases: list[Case], provenance: dict[str, str] | None = None,
+          alpha: float = ALPHA) -> LearnedWords:
+    return fit(((c.expect, training_text(c)) for c in cases), alpha=alpha,
+               provenance=provenance)
 
 
 def inputs_digest(cases: list[Case]) -> str:

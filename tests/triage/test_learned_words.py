@@ -17,7 +17,7 @@ import pytest
 
 from trainmedic.trees.paths import builtin_tree_dir
 from trainmedic.triage import triage_text
-from trainmedic.triage.signatures import combine, forest_signatures
+from trainmedic.triage.signatures import LEARNED_MIN_WORDS, combine, forest_signatures
 from trainmedic.triage.words import ALPHA, LearnedWords, builtin_words, fit, read_learned, tokens
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,9 +150,9 @@ def test_the_learner_reads_no_held_out_case():
     # "unable to write to file </torch_...>": a DataLoader worker's shared memory ran out
     ("data-pipeline/unable_to_write_torch_shm_file_nnunet_294.log",
      "RuntimeError: unable to write to file", ("data-pipeline", "shm-exhausted")),
-    # torchrun's SignalException for signal 1: the session that started it closed
-    ("scheduler/single_a100_death_signal_1_sighup_rrhf_35.log",
-     "SignalException: Process", ("scheduler", "sighup-session-closed")),
+    # "cuda runtime error (30) : unknown error" at CUDA's start: a driver that needs a reload
+    ("hardware/unknown_error_30_cuda_init_reboot_maskrcnn_238.log",
+     "cuda runtime error (30)", ("hardware", "driver-broken")),
 ])
 def test_learned_words_decide_a_guess_the_signature_words_got_wrong(relative, words, place):
     case = tune_case(relative)
@@ -165,14 +165,25 @@ def test_learned_words_decide_a_guess_the_signature_words_got_wrong(relative, wo
 
 
 def test_the_guess_finding_names_the_learned_place_and_says_it_is_a_guess():
-    """Megatron's async checkpoint save forks a process; EAGAIN there is a failed async save."""
-    case = tune_case(
-        "checkpoint/megatron_async_save_fork_eagain_partial_torch_dist_training_gym_506.log")
-    line = next(x for x in case.excerpt.splitlines() if x.startswith("BlockingIOError: "))
+    """A C++ abort of c10::DistBackendError shares no word with any signature; in the tune
+    incidents it follows the NCCL watchdog's timeout."""
+    case = tune_case("nccl-hang/watchdog_broadcast_1800s_distbackenderror_catalyst_15.log")
+    line = next(x for x in case.excerpt.splitlines() if x.startswith("terminate called after"))
+    assert dataclasses.replace(forest_signatures(), words=None).guess_tree(line)[0] is None
     top = triage_text(line).findings[0]
-    assert (top.kind, top.guess, top.link) == ("guess", True, "checkpoint#async-save-failed")
-    assert "its words point to checkpoint#async-save-failed" in top.summary
+    assert (top.kind, top.guess, top.link) == ("guess", True, "nccl-hang#watchdog-timeout")
+    assert "its words point to nccl-hang#watchdog-timeout" in top.summary
     assert top.confidence < 0.5
+
+
+def test_the_learned_words_keep_out_of_a_message_they_do_not_know():
+    """Where the error holds fewer than LEARNED_MIN_WORDS words the model knows well, the
+    signature words decide alone (the gate cross-validation chose)."""
+    sigs = forest_signatures()
+    line = "RuntimeError: frobnication of the widget failed"
+    assert sigs.words is not None and sigs.words.known(line) < LEARNED_MIN_WORDS
+    assert sigs.guess_tree(line) == dataclasses.replace(sigs, words=None).guess_tree(line)
+    assert sigs.guess_node(line, "startup") is None
 
 
 def test_a_word_model_never_makes_a_finding_on_a_healthy_log():

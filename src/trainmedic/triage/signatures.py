@@ -65,10 +65,13 @@ _STOP = frozenset((
 KNOWLEDGE_WEIGHT = 0.25
 KNOWLEDGE_MIN_WORDS = 2
 # The words learned from the corpus's tune cases (`trainmedic.triage.words`) weigh this much in
-# the guess, the signature words the rest: the best weight in 5-fold cross-validation over the
-# tune incidents (benchmarks/guess_cv.py), where the signature words, written from those very
-# cases, are flattered; on logs nobody tuned on the learned share is likely worth more.
+# the guess, the signature words the rest, and only where the error holds LEARNED_MIN_WORDS
+# words the model knows well (`LearnedWords.known`). Chosen in
+# cross-validation over the tune incidents (benchmarks/guess_cv.py): blended always, the learned
+# words lifted the guess on the cases overall and lost on the ones whose message no other tune
+# case shares (the long tail that unseen logs bring); gated, they keep the first and lose none.
 LEARNED_WEIGHT = 0.25
+LEARNED_MIN_WORDS = 3
 # The guess names a node inside its tree only when the learned words give that node this share
 # of the tree's incidents: in cross-validation such picks were right about 3 times in 4, against
 # 1 in 5 for the tree's most frequent node; below it the guess leads to the tree's start.
@@ -150,15 +153,19 @@ class SignatureSet:
         and where a learned model is loaded, its words (`combine`)."""
         disowned = self.disowned(text)
         scores = self.word_scores(text, disowned)
-        posterior = {} if self.words is None else {
-            tree: p for tree, p in self.words.posterior(text).items() if tree not in disowned}
+        posterior: dict[str, float] = {}
+        # the learned words speak only where they know the message: of a kind of message no
+        # tune incident had they know the common words alone ("RuntimeError", "failed")
+        if self.words is not None and self.words.known(text) >= LEARNED_MIN_WORDS:
+            posterior = {tree: p for tree, p in self.words.posterior(text).items()
+                         if tree not in disowned}
         return combine(scores, posterior)
 
     def guess_node(self, text: str, tree: str) -> str | None:
         """The node of `tree` the learned words point to, when they give it at least
         `NODE_MIN_SHARE` of the tree's incidents (and the tree has that node); else None, the
         tree's start."""
-        if self.words is None:
+        if self.words is None or self.words.known(text) < LEARNED_MIN_WORDS:
             return None
         posterior = self.words.node_posterior(text, tree)
         best = max(posterior, key=lambda n: (posterior[n], n), default=None)

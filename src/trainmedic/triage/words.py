@@ -121,6 +121,19 @@ class LearnedWords:
     def _size(self) -> int:
         return len({w for words in self.counts.values() for w in words})
 
+    def known(self, text: str, max_trees: int = 3, min_incidents: int = 2) -> int:
+        """How many distinct words of `text` the model knows well enough to tell trees apart:
+        seen in `min_incidents` incidents or more, of `max_trees` trees at most. A message of a
+        kind no tune incident had holds few (its own words are new; the rest, "RuntimeError",
+        "cuda", is everywhere)."""
+        spread: Counter[str] = Counter()
+        seen: Counter[str] = Counter()
+        for words in self._by_tree.values():
+            spread.update(words.keys())
+            seen.update(words)
+        return sum(1 for w in set(tokens(text))
+                   if seen[w] >= min_incidents and spread[w] <= max_trees)
+
     def posterior(self, text: str) -> dict[str, float]:
         """Tree -> P(tree | the words of `text`), uniform prior (a tree's share of the corpus
         says how many threads were collected for it, not how often it happens); only words the
