@@ -1,22 +1,24 @@
 """Cross-validation of the never-silent guess's tree over the corpus's tune incidents only.
 
-k folds (stratified by tree, fixed seed): the word model is learned on k-1 folds
+k folds (stratified by tree, fixed seeds): the word model is learned on k-1 folds
 (`scripts/learn_words.py`'s text and counting) and measured on the held fold, for each way of
 choosing the tree (`METHODS`: the signature words alone, as before; the learned words alone;
-combinations). Three measures, averaged over the folds:
+blends, always or gated on how many words of the error the model knows well). Measures, each
+the mean over the folds (pooled hits/cases beside it):
 
 - guess: the tree guessed from what the guess would read if no signature knew the log
-  (`guess_input`: its last error line and frame), over the incidents that have one. The
-  signature words were written from these very cases, so `sig` is flattered here; the learned
-  model, held out, is not.
-- end-to-end, all signatures: triage's top finding (tree, node) with that guess plugged in.
+  (`guess_input`: its last error line and frame), over the incidents that have one; guess-node:
+  the tree and the node. The signature words were written from these very cases, so `sig` is
+  flattered here; the learned model, held out, is not.
+- guess-tail: the same over the held cases whose signature no other fold's case uses, with those
+  signatures (and their words) left out: messages the tune data saw once, the closest thing here
+  to the long tail of messages an unseen log brings, where the guess is what answers.
+- e2e-all: triage's top finding (tree, node) on the whole excerpt with that guess plugged in.
   Signatures cover almost every tune case, so the guess rarely decides here.
-- end-to-end, unseen signatures: the same, with the signatures that only held-fold cases use
-  left out (as if those cases had not been seen when the signatures were written): the guess
-  decides where a new log would meet no signature.
+- e2e-unseen: the same with the held fold's own signatures left out, as in guess-tail.
 
-    PYTHONPATH=src python benchmarks/guess_cv.py [--folds 5] [--seed 0] [--method NAME ...]
-                                                 [--no-e2e]
+    PYTHONPATH=src python benchmarks/guess_cv.py [--folds 5] [--seed 0] [--repeats 1]
+                                                 [--alpha A] [--method NAME ...] [--no-e2e]
 
 Holdout cases are never read (their header is read to skip them).
 """

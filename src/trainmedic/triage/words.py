@@ -126,13 +126,19 @@ class LearnedWords:
         seen in `min_incidents` incidents or more, of `max_trees` trees at most. A message of a
         kind no tune incident had holds few (its own words are new; the rest, "RuntimeError",
         "cuda", is everywhere)."""
+        spread, seen = self._spread
+        return sum(1 for w in set(tokens(text))
+                   if seen[w] >= min_incidents and 0 < spread[w] <= max_trees)
+
+    @cached_property
+    def _spread(self) -> tuple[Counter[str], Counter[str]]:
+        """(word -> trees whose incidents hold it, word -> incidents that hold it)."""
         spread: Counter[str] = Counter()
         seen: Counter[str] = Counter()
         for words in self._by_tree.values():
             spread.update(words.keys())
             seen.update(words)
-        return sum(1 for w in set(tokens(text))
-                   if seen[w] >= min_incidents and spread[w] <= max_trees)
+        return spread, seen
 
     def posterior(self, text: str) -> dict[str, float]:
         """Tree -> P(tree | the words of `text`), uniform prior (a tree's share of the corpus
