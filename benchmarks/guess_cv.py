@@ -42,31 +42,23 @@ sys.path.insert(0, str(ROOT / "tests" / "corpus"))
 from learn_words import guess_input, learn, tune_incidents  # noqa: E402
 
 from trainmedic.triage import signatures as signature_module  # noqa: E402
-from trainmedic.triage.signatures import SignatureSet, forest_signatures  # noqa: E402
+from trainmedic.triage.signatures import SignatureSet, best_of, forest_signatures  # noqa: E402
 from trainmedic.triage.words import ALPHA  # noqa: E402
 
 Choice = Callable[[dict[str, float], dict[str, float]], tuple[str | None, float]]
 
 
-def _best(scores: dict[str, float]) -> tuple[str | None, float]:
-    best, top = None, 0.0
-    for tree, s in sorted(scores.items()):
-        if s > top:
-            best, top = tree, s
-    return best, top
-
-
 def sig_only(scores, _posterior):
-    return _best(scores)
+    return best_of(scores)
 
 
 def learned_only(_scores, posterior):
-    return _best(posterior)
+    return best_of(posterior)
 
 
 def fallback(scores, posterior):
     """The signature words where they know a word; the learned words where they know none."""
-    return _best(scores) if scores else _best(posterior)
+    return best_of(scores) if scores else best_of(posterior)
 
 
 def mix(weight: float) -> Choice:
@@ -76,7 +68,7 @@ def mix(weight: float) -> Choice:
         shares = {t: s / total for t, s in scores.items()} if total else {}
         both = {t: (1 - weight) * shares.get(t, 0.0) + weight * posterior.get(t, 0.0)
                 for t in set(shares) | set(posterior)}
-        tree, _ = _best(both)
+        tree, _ = best_of(both)
         return tree, scores.get(tree, 0.0) if tree else 0.0
     choose.__name__ = f"mix{weight:g}"
     return choose

@@ -214,16 +214,17 @@ def combine(scores: dict[str, float], posterior: dict[str, float]) -> tuple[str 
     the two as shares: `LEARNED_WEIGHT` x the posterior + the rest x each tree's share of the
     signature-word scores (benchmarks/guess_cv.py chose the form and the weight)."""
     if not posterior:
-        return _best(scores)
+        return best_of(scores)
     total = sum(scores.values())
     blend = {tree: LEARNED_WEIGHT * posterior.get(tree, 0.0)
              + (1 - LEARNED_WEIGHT) * (scores.get(tree, 0.0) / total if total else 0.0)
              for tree in set(scores) | set(posterior)}
-    best, _ = _best(blend)
+    best, _ = best_of(blend)
     return best, scores.get(best, 0.0) if best is not None else 0.0
 
 
-def _best(scores: dict[str, float]) -> tuple[str | None, float]:
+def best_of(scores: dict[str, float]) -> tuple[str | None, float]:
+    """The tree of the highest positive score (the first by name among equals), and its score."""
     best, top = None, 0.0
     for tree, s in sorted(scores.items()):
         if s > top:
