@@ -3,9 +3,10 @@
 The never-silent guess (`SignatureSet.guess_tree`) names a tree for an error no signature knows.
 Hand-written signature words fit the messages they were written from; this model is counted
 from the public corpus's tune cases (`scripts/learn_words.py` writes `trees/learned/words.json`):
-per tree, how often each word occurs in its incidents' error lines, read as a multinomial naive
-Bayes model with additive smoothing. It only ever ranks trees for a guess: it never makes a
-finding by itself, so a healthy log stays silent whatever the words.
+per expected place (`tree#node`), in how many of its incidents' error lines each word occurs,
+read as a multinomial naive Bayes model with additive smoothing, over trees and over the nodes
+of one tree. It only ever ranks places for a guess: it never makes a finding by itself, so a
+healthy log stays silent whatever the words.
 
 The file is data, read by one tolerant reader: a missing, garbled or mistyped file (or entry)
 means "no learned words" (or leaves that entry out), never a traceback.
