@@ -337,11 +337,13 @@ def _guess(scanner: Scanner, findings: list[Finding]) -> Finding | None:
     tree: str = "triage"
     node: str | None = "died"
     score = 0.0
+    worded = False
     if chosen.kind in ("exception", "nccl", "cuda", "crash", "logged"):
         # an exit code or a kill has no words to go by; a message does
-        guessed, score = scanner.signatures.guess_tree(f"{chosen.text} {chosen.frame or ''}")
+        words = f"{chosen.text} {chosen.frame or ''}"
+        guessed, score = scanner.signatures.guess_tree(words)
         if guessed is not None:
-            tree, node = guessed, None
+            tree, node, worded = guessed, scanner.signatures.guess_node(words, guessed), True
     frame = inert_line(redact_text(chosen.frame)) if chosen.frame else None
     if chosen.kind == "exit" and root is not None:
         from trainmedic.triage.hooks import exit_meaning
@@ -358,7 +360,9 @@ def _guess(scanner: Scanner, findings: list[Finding]) -> Finding | None:
         where = f" (raised at {frame})" if frame else ""
         summary = (f"guess: no known signature for {text!r}{where}"
                    + (f", printed by {who}" if who else "")
-                   + (f"; its words point to the {tree} tree" if node is None else
+                   + (f"; its words point to the {tree} tree" if worded and node is None
+                      else f"; its words point to {tree}#{node}, as in past incidents with "
+                      "these words" if worded else
                       "; read the last lines of the rank that failed first"))
     evidence = [Evidence(e.file, e.line, scanner.redact(e.text)[:2000], e.rank, e.host)
                 for e in [chosen, *[e for e in errors if e is not chosen][:3]]]

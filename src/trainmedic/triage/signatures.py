@@ -22,10 +22,12 @@ from typing import TYPE_CHECKING
 
 from trainmedic.trees.paths import builtin_tree_dir
 from trainmedic.triage.hooks import HOOKS, Hook
+from trainmedic.triage.words import builtin_words
 
 if TYPE_CHECKING:
     from trainmedic.trees.forest import Forest
     from trainmedic.trees.model import LogSignature, Tree
+    from trainmedic.triage.words import LearnedWords
 
 KIND_ORDER = {"cause": 0, "symptom": 1, "guess": 2, "context": 3}
 
@@ -62,6 +64,18 @@ _STOP = frozenset((
 # that one common word ("called", "instance") does not name a tree.
 KNOWLEDGE_WEIGHT = 0.25
 KNOWLEDGE_MIN_WORDS = 2
+# The words learned from the corpus's tune cases (`trainmedic.triage.words`) weigh this much in
+# the guess, the signature words the rest, and only where the error holds LEARNED_MIN_WORDS
+# words the model knows well (`LearnedWords.known`). Chosen in
+# cross-validation over the tune incidents (benchmarks/guess_cv.py): blended always, the learned
+# words lifted the guess on the cases overall and lost on the ones whose message no other tune
+# case shares (the long tail that unseen logs bring); gated, they keep the first and lose none.
+LEARNED_WEIGHT = 0.25
+LEARNED_MIN_WORDS = 3
+# The guess names a node inside its tree only when the learned words give that node this share
+# of the tree's incidents: in cross-validation such picks were right about 3 times in 4, against
+# 1 in 5 for the tree's most frequent node; below it the guess leads to the tree's start.
+NODE_MIN_SHARE = 0.9
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,6 +118,8 @@ class SignatureSet:
     # (tree, the prose of its nodes): `knowledge`'s input
     prose: tuple[tuple[str, tuple[str, ...]], ...] = ()
     notes: tuple[str, ...] = ()  # what was left out of a user tree (an unsafe regex), and why
+    words: LearnedWords | None = None  # the words learned from real incidents, if shipped
+    nodes: dict[str, frozenset[str]] = field(default_factory=dict)  # tree -> its node ids
 
     @functools.cached_property
     def vocabulary(self) -> dict[str, Counter[str]]:
@@ -133,20 +149,52 @@ class SignatureSet:
         return sorted(self.index, key=lambda n: (-len(n), n))
 
     def guess_tree(self, text: str) -> tuple[str | None, float]:
-        """The tree whose words best match `text` (rarer words weigh more; a word of a tree's
-        prose a quarter of a word of its signatures), leaving out a tree whose own signature
-        holds a needle of `text` and excludes it ("this looks like me but is not": Triton's
-        shared-memory limit is not a CUDA OOM)."""
-        words = {w.lower() for w in _WORD.findall(text)} - _STOP
+        """The tree whose words best match `text`: the signature words' score (`word_scores`),
+        and where a learned model is loaded, its words (`combine`)."""
+        disowned = self.disowned(text)
+        scores = self.word_scores(text, disowned)
+        posterior: dict[str, float] = {}
+        # the learned words speak only where they know the message: of a kind of message no
+        # tune incident had they know the common words alone ("RuntimeError", "failed")
+        if self.words is not None and self.words.known(text) >= LEARNED_MIN_WORDS:
+            posterior = {tree: p for tree, p in self.words.posterior(text).items()
+                         if tree not in disowned}
+        return combine(scores, posterior)
+
+    def guess_node(self, text: str, tree: str) -> str | None:
+        """The node of `tree` the learned words point to, when they give it at least
+        `NODE_MIN_SHARE` of the tree's incidents (and the tree has that node); else None, the
+        tree's start."""
+        if self.words is None or self.words.known(text) < LEARNED_MIN_WORDS:
+            return None
+        posterior = self.words.node_posterior(text, tree)
+        best = max(posterior, key=lambda n: (posterior[n], n), default=None)
+        if best is None or posterior[best] < NODE_MIN_SHARE \
+                or best not in self.nodes.get(tree, ()):
+            return None
+        return best
+
+    def disowned(self, text: str) -> set[str]:
+        """Trees whose own signature holds a needle of `text` and excludes it ("this looks like
+        me but is not": Triton's shared-memory limit is not a CUDA OOM)."""
+        return {s.tree for s in self.signatures if s.exclude is not None
+                and any(n in text for n in s.needles) and s.exclude.search(text)}
+
+    def word_scores(self, text: str, disowned: set[str] | None = None) -> dict[str, float]:
+        """Tree -> how well its words match `text` (rarer words weigh more; a word of a tree's
+        prose a quarter of a word of its signatures); trees with no word, and `disowned` ones,
+        left out."""
+        # sorted: a float sum in set order differs from run to run in its last bit, and two
+        # trees' exact tie then went either way
+        words = sorted({w.lower() for w in _WORD.findall(text)} - _STOP)
         if not words or not self.vocabulary:
-            return None, 0.0
-        disowned = {s.tree for s in self.signatures if s.exclude is not None
-                    and any(n in text for n in s.needles) and s.exclude.search(text)}
+            return {}
+        disowned = self.disowned(text) if disowned is None else disowned
         knowledge = self.knowledge
         spread = Counter(w for tree in set(self.vocabulary) | set(knowledge)
                          for w in set(self.vocabulary.get(tree, ())) | knowledge.get(tree, set()))
         signed = any(w in vocab for vocab in self.vocabulary.values() for w in words)
-        best, score = None, 0.0
+        out: dict[str, float] = {}
         for tree in sorted(set(self.vocabulary) | set(knowledge)):
             if tree in disowned:
                 continue
@@ -155,9 +203,33 @@ class SignatureSet:
             loose = [w for w in words if w in prose]
             if signed or len(loose) >= KNOWLEDGE_MIN_WORDS:
                 s += sum(KNOWLEDGE_WEIGHT / spread[w] for w in loose)
-            if s > score:
-                best, score = tree, s
-        return best, score
+            if s > 0:
+                out[tree] = s
+        return out
+
+
+def combine(scores: dict[str, float], posterior: dict[str, float]) -> tuple[str | None, float]:
+    """The guessed tree and its signature-word score. Without a learned posterior, the best
+    signature-word score (the first tree, by name, among equals); with one, the best blend of
+    the two as shares: `LEARNED_WEIGHT` x the posterior + the rest x each tree's share of the
+    signature-word scores (benchmarks/guess_cv.py chose the form and the weight)."""
+    if not posterior:
+        return best_of(scores)
+    total = sum(scores.values())
+    blend = {tree: LEARNED_WEIGHT * posterior.get(tree, 0.0)
+             + (1 - LEARNED_WEIGHT) * (scores.get(tree, 0.0) / total if total else 0.0)
+             for tree in set(scores) | set(posterior)}
+    best, _ = best_of(blend)
+    return best, scores.get(best, 0.0) if best is not None else 0.0
+
+
+def best_of(scores: dict[str, float]) -> tuple[str | None, float]:
+    """The tree of the highest positive score (the first by name among equals), and its score."""
+    best, top = None, 0.0
+    for tree, s in sorted(scores.items()):
+        if s > top:
+            best, top = tree, s
+    return best, top
 
 
 def compile_forest(forest: Forest) -> SignatureSet:
@@ -190,7 +262,8 @@ def compile_forest(forest: Forest) -> SignatureSet:
     wording += ((tree.id, (*tree.tags, str(tree.title))) for tree in forest.trees.values())
     prose = tuple((tree.id, tuple(_prose(tree))) for tree in forest.trees.values())
     return SignatureSet(tuple(sigs), derived, index, tuple(near), tuple(wording), prose,
-                        tuple(notes))
+                        tuple(notes), builtin_words(),
+                        {tid: frozenset(tree.nodes) for tid, tree in forest.trees.items()})
 
 
 def _prose(tree: Tree) -> Iterable[str]:
