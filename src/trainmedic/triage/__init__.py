@@ -27,6 +27,7 @@ def _finish(scanner, skipped: list[tuple[str, str]] | None = None, *, symptom=No
     scanner.finish()
     root = scanner.launcher.root_cause
     loss = scanner.loss.finish()
+    scanner.reported = symptom.name if symptom is not None else None
     findings = build_findings(scanner)
     use = None
     if symptom is not None:

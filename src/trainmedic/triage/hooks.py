@@ -247,6 +247,18 @@ def _keep_nan_line(hit: HitView, view: Any) -> bool:
     return not (hit.count == 1 and view.loss.analysis.startup_grad_overflow)
 
 
+# ---- in-trouble: a warning that is the cause only when the run is in trouble ---------------
+
+def _keep_in_trouble(hit: HitView, view: Any) -> bool:
+    """A warning a healthy run also prints (ZeRO-3's "Invalidate trace cache": dense models with
+    data-dependent control flow print it and go on) leads only next to a failure: another
+    cause or symptom, an error no signature knows, or a user who says the job froze."""
+    if view.reported == "hang" or view.errors.uncovered:
+        return True
+    return any(other is not hit and other.sig.kind in ("cause", "symptom")
+               for other in view.hits.values())
+
+
 # ---- child-failed: torchrun's "Root Cause (first observed failure)" block --------------------
 
 def exit_meaning(code: int | None) -> str:
@@ -343,5 +355,6 @@ HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("child-failed", frozenset(), _read_nothing, None, _child_summary),
     Hook("sigkill", frozenset(), _read_nothing, None, None, _keep_sigkill),
     Hook("nan-line", frozenset(), _read_nothing, None, None, _keep_nan_line),
+    Hook("in-trouble", frozenset(), _read_nothing, None, None, _keep_in_trouble),
     Hook("global-shape", frozenset({"sliced"}), _read_global_shape),
 )}

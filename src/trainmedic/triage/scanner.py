@@ -177,6 +177,9 @@ class Scanner:
         self._ib_needles = frozenset(trends.IB_NEEDLES)
         self.use_grep = use_grep
         self.hits: dict[tuple[str, str, str | None], Hit] = {}
+        # what the user said they saw (`--symptom`), set before the findings are built: a hook
+        # may keep a finding only when the run was in trouble
+        self.reported: str | None = None
         self.loss = LossTracker()
         self.ranks = RankCompare()
         self.launcher = LauncherTracker()
