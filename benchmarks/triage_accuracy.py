@@ -4,7 +4,10 @@ For each real case, the top finding of `triage` on its excerpt is compared with 
 expected `tree#node`: tree-level (the right tree), node-level (the right node, over the cases
 whose expected node exists), both over incidents only, and for the healthy logs, apart, the
 false-alarm rate (any finding at all). "tree in top 3" counts the right tree among the first
-three findings, what a user reads on one screen; it is reported, never a floor.
+three findings, what a user reads on one screen; it is reported, never a floor. A third table
+splits the log-only incidents by the kind of the top finding (cause, symptom, guess, context,
+none for a silent log): how far each kind of answer can be trusted, and how many misses are
+logs only the user's `--symptom` can decide.
 Cases whose tree is not in the forest yet are counted as pending, by area. Groups: `tune` (the
 signatures were written against it), `holdout` (batch 1, never read while tuning), `tune-2`
 (batch 2: collected later, run blind once, then opened for tuning) and any later blind batch
@@ -41,6 +44,9 @@ FLOOR_TREE, FLOOR_NODE = 0.95, 0.80
 
 
 Scores = dict[tuple[str, str], Score]
+# (group, kind of the top finding) -> [incidents, right tree, right node]: how far to trust
+# each kind of answer; `none` is a silent log (a quiet hang, a slow run: only --symptom helps)
+Trust = dict[tuple[str, str], list[int]]
 
 
 def reported_symptom(case) -> str | None:
@@ -49,8 +55,8 @@ def reported_symptom(case) -> str | None:
     return None if case.healthy or case.reported == "unknown" else case.reported
 
 
-def evaluate(trees: list[str], *, symptoms: bool = True,
-             groups: tuple[str, ...] = ()) -> tuple[Scores, Scores, list, float]:
+def evaluate(trees: list[str], *, symptoms: bool = True, groups: tuple[str, ...] = (),
+             trust: Trust | None = None) -> tuple[Scores, Scores, list, float]:
     """Log-only scores and scores with the reported symptom, by (group, area); only the
     `groups` named, if any (tune alone while developing: the holdout groups run once)."""
     from trainmedic.trees.forest import load_forest
@@ -70,6 +76,12 @@ def evaluate(trees: list[str], *, symptoms: bool = True,
         if score is None:
             continue
         scores[(case.group, case.area)].add(score)
+        if trust is not None and not case.healthy:
+            kind = report.findings[0].kind if report.findings else "none"
+            row = trust.setdefault((case.group, kind), [0, 0, 0])
+            row[0] += 1
+            row[1] += score.tree_hits
+            row[2] += score.node_hits
         if not symptoms:
             continue
         symptom = reported_symptom(case)
@@ -117,6 +129,18 @@ def _table(title: str, scores: Scores) -> dict[str, Score]:
     return totals
 
 
+def _trust_table(trust: Trust) -> None:
+    print("\nlog only, by the kind of the top finding (incidents; node-level over all of them)")
+    kinds = ("cause", "symptom", "guess", "context", "none")
+    for group in sorted({g for g, _k in trust}, key=lambda g: (g.partition("-")[2], g)):
+        cells = []
+        for kind in kinds:
+            n, tree, node = trust.get((group, kind), [0, 0, 0])
+            if n:
+                cells.append(f"{kind} {n}: tree {100 * tree / n:3.0f}% node {100 * node / n:3.0f}%")
+        print(f"{group:9} " + "; ".join(cells))
+
+
 def _compare(log_only: dict[str, Score], said: dict[str, Score], groups: list[str]) -> None:
     print("\nlog only -> with the reported symptom (tree-level, node-level)")
     for split in (*groups, "batch 1", "all"):
@@ -136,9 +160,11 @@ def main() -> int:
     ap.add_argument("--group", action="append", default=[], metavar="GROUP",
                     help="only this group (tune, holdout, tune-2, holdout-3, ...); repeatable")
     args = ap.parse_args()
+    trust: Trust = {}
     scores, said, waiting, seconds = evaluate(args.trees, symptoms=not args.log_only,
-                                              groups=tuple(args.group))
+                                              groups=tuple(args.group), trust=trust)
     totals = _table("log only", scores)
+    _trust_table(trust)
     by_area: dict[str, int] = defaultdict(int)
     for case in waiting:
         by_area[case.tree or "?"] += 1
