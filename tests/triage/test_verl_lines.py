@@ -121,3 +121,20 @@ def test_a_long_verl_line_is_read_in_linear_time():
     small, large = cost(1000), cost(4000)
     # linear: about 4x for 4x the line; quadratic: about 16x (a generous bound between them)
     assert large < 9 * max(small, 1e-5), (small, large)
+
+
+def sft_line(step: int, loss: float) -> str:
+    """A line of verl's SFT trainer: the same logger, its step metrics are `train/loss`,
+    `train/lr(1e-3)` (the rate scaled by 1e3) and `train/time(s)` (keys as in verl's
+    fsdp_sft_trainer; no SFT line is in the corpus yet)."""
+    return f"step:{step} - train/loss:{loss} - train/lr(1e-3):0.001 - train/time(s):1.5"
+
+
+def test_the_sft_trainers_loss_is_a_supervised_loss_tested_for_spikes():
+    point = read_line(sft_line(7, 1.25))
+    assert point is not None and point.spikes and point.loss == 1.25
+    assert point.time_ms == 1500.0
+    losses = [2.0 - 0.01 * n + 0.005 * (n % 3) for n in range(1, 41)] + [6.0, 1.6]
+    analysis, _ = analyse([sft_line(n, v) for n, v in enumerate(losses, 1)])
+    assert [s.start for s in analysis.spikes] == [41]
+    assert analysis.lr_zero_tail == 0

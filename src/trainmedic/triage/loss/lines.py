@@ -305,15 +305,15 @@ class LineReader:
         return False
 
     def _verl(self, text: str, where: Where) -> bool:
-        """A verl step line (`step:N - key:value - ...`): its loss is counted and drawn but kept
-        from the spike detector (see `verl.LOSS_KEYS`); NaN-ness, grad norm and step time feed
-        the analyses. The learning rate is not read (see the `verl` module)."""
+        """A verl step line (`step:N - key:value - ...`): an RL loss is counted and drawn but
+        kept from the spike detector (see `verl.RL_LOSS_KEYS`); NaN-ness, grad norm and step
+        time feed the analyses. The learning rate is not read (see the `verl` module)."""
         found = verl.read_line(text)
         if found is None:
             return False
         self._fmt("verl", where[1])
         self.s.point(found.step, found.loss, grad=found.grad, time_ms=found.time_ms,
-                     spikes=False, where=where)
+                     spikes=found.spikes, where=where)
         return True
 
     def _table_head(self, text: str, lineno: int) -> bool:

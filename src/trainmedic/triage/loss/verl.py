@@ -2,10 +2,11 @@
 
 verl's trainer prints every metric of a step on one line (its console logger joins
 `step:N` and each `key:value` with ` - `), often behind Ray's `(TaskRunner pid=...)` prefix.
-Read here: the step; a NaN/inf in any `*loss` field (actor, critic, kl, entropy) or any
-`*grad_norm` field (actor, critic) as a NaN point; the actor's grad norm (else the critic's);
-`timing_s/step` as the time per step. Not read: the learning rate (printed with three decimals,
-so 1e-6 shows as `actor/lr:0.000`, which would read as a rate of 0).
+Its SFT trainer prints the same way (`train/loss`, `train/lr(1e-3)`). Read here: the step; a
+NaN/inf in any `*loss` field (actor, critic, kl, entropy) or any `*grad_norm` field as a NaN
+point; the actor's grad norm (else the critic's, else SFT's); `timing_s/step` (SFT:
+`train/time(s)`) as the time per step. Not read: the learning rate (printed with three decimals,
+so 1e-6 shows as `actor/lr:0.000`, which would read as a rate of 0; SFT prints it scaled).
 """
 
 from __future__ import annotations
@@ -17,19 +18,23 @@ from dataclasses import dataclass
 # the step comes first on the line (after a Ray prefix); not `timing_s/step:96.5 - `
 _STEP = re.compile(r"(?<![\w/])step:(\d+) - ")
 SEP = " - "
-# The value counted and drawn as the loss: the actor's total loss where verl prints it, else its
-# policy-gradient loss, else the critic's value loss. Never given to the spike detector: an RL
-# policy loss sits near zero and changes sign from step to step, so a detector of rises above
-# the recent level would fire on healthy runs.
-LOSS_KEYS = ("actor/loss", "actor/pg_loss", "critic/vf_loss")
-GRAD_KEYS = ("actor/grad_norm", "critic/grad_norm")
-STEP_TIME_KEY = "timing_s/step"
+# The loss of verl's SFT trainer (`train/loss`, next to `train/lr(1e-3)`) is a supervised loss:
+# tested for spikes like any other.
+SUPERVISED_LOSS_KEYS = ("train/loss", "loss")
+# In RL runs, the value counted and drawn as the loss: the actor's total loss where verl prints
+# it, else its policy-gradient loss, else the critic's value loss. Never given to the spike
+# detector: an RL policy loss sits near zero and changes sign from step to step, so a detector of
+# rises above the recent level would fire on healthy runs.
+RL_LOSS_KEYS = ("actor/loss", "actor/pg_loss", "critic/vf_loss")
+GRAD_KEYS = ("actor/grad_norm", "critic/grad_norm", "train/grad_norm")
+STEP_TIME_KEYS = ("timing_s/step", "train/time(s)")  # seconds (RL trainer, SFT trainer)
 
 
 @dataclass(frozen=True)
 class VerlPoint:
     step: int
     loss: float | None  # NaN when any loss field is not finite
+    spikes: bool  # a supervised loss, tested for spikes (not an RL policy loss)
     grad: float | None  # NaN when any grad-norm field is not finite
     time_ms: float | None
 
@@ -64,8 +69,11 @@ def read_line(text: str) -> VerlPoint | None:
         fields.setdefault(key, value)
     if not fields:
         return None
-    loss = math.nan if bad_loss else next((fields[k] for k in LOSS_KEYS if k in fields), None)
+    loss_key = next((k for k in SUPERVISED_LOSS_KEYS if k in fields), None)
+    spikes = loss_key is not None
+    loss_key = loss_key or next((k for k in RL_LOSS_KEYS if k in fields), None)
+    loss = math.nan if bad_loss else (fields[loss_key] if loss_key is not None else None)
     grad = math.nan if bad_grad else next((fields[k] for k in GRAD_KEYS if k in fields), None)
-    seconds = fields.get(STEP_TIME_KEY)
-    return VerlPoint(int(m.group(1)), loss, grad,
+    seconds = next((fields[k] for k in STEP_TIME_KEYS if k in fields), None)
+    return VerlPoint(int(m.group(1)), loss, spikes, grad,
                      seconds * 1000.0 if seconds is not None else None)
