@@ -31,6 +31,9 @@ OUTCOMES: dict[str, frozenset[str]] = {
 ANALYSES = frozenset(LOSS_ANALYSES) | frozenset(RANK_ANALYSES.values()) | frozenset(WHOLE_LOG)
 
 
+# frameworks whose progress lines count the run's steps from 1 (a resumed run goes on counting)
+FIRST_STEP_IS_ONE = frozenset({"verl"})
+NAN_FIRST_STEPS = 2  # a NaN at step 1 or 2 of such a run: at most one update came before it
 RUNAWAY_RATIO = 10.0  # the loss's size before a NaN, against its first logged size
 EARLY_STEP, EARLY_EPOCH = 10, 0.01  # a first logged point this early is the start of the run
 
@@ -55,6 +58,8 @@ def loss_outcome(name: str, loss: LossAnalysis) -> str | None:
     if name != "loss-nan":
         return None
     nan_seen = loss.nan_count or loss.missing_loss_steps or loss.grad_norm_nan_count
+    if nan_seen and _at_first_steps(loss):
+        return "sudden"
     if not nan_seen or loss.count < 2 or loss.grad_explosions or loss.loss_scale_collapsed:
         return None
     stays = (loss.last_loss is not None and loss.last_loss != loss.last_loss) or (
@@ -71,6 +76,15 @@ def loss_outcome(name: str, loss: LossAnalysis) -> str | None:
     if loss.nan_runs and _ran_away([v for s, v in loss.points if s < loss.nan_runs[0].start]):
         return "runaway"
     return None
+
+
+def _at_first_steps(loss: LossAnalysis) -> bool:
+    """The log's own step counter puts the first NaN at the run's first or second update, where
+    nothing had time to grow (the tree: "NaN from the very first iteration"). Only where that
+    counter is the run's global step from 1: verl's (its trainer starts `global_steps` at 1 and
+    prints it on every step line), so one pasted line is enough and no history is assumed."""
+    return (loss.framework in FIRST_STEP_IS_ONE and bool(loss.nan_runs)
+            and loss.nan_runs[0].start <= NAN_FIRST_STEPS and not loss.grad_explosions)
 
 
 def _ran_away(values: list[float]) -> bool:

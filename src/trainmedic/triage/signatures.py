@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 KIND_ORDER = {"cause": 0, "symptom": 1, "guess": 2, "context": 3}
 
 # Training-progress lines the line readers parse (Megatron family, HF dicts and tqdm bars,
-# DeepSpeed, Lightning/NeMo, torchtitan, DLLogger, plain "step N loss X").
+# DeepSpeed, Lightning/NeMo, torchtitan, verl, DLLogger, plain "step N loss X").
 PROGRESS_NEEDLES: tuple[str, ...] = (
     " iteration ", "'loss': ", "oss:", "oss =", "oss=", "Loss ", "loss ", "step=", "step:",
     "DLLL", "it/s", "s/it",

@@ -1,7 +1,7 @@
 """The loss curve, from every place it is written: readers, detectors and the way back.
 
 - `lines`: text logs line by line (Megatron family, HF Trainer, DeepSpeed, Lightning/NeMo,
-  torchtitan, DLLogger, plain);
+  torchtitan, verl, DLLogger, plain);
 - `megatron`: the fast block reader for logs made of Megatron iteration lines;
 - `metrics`, `tfevents`: trainer_state.json, CSV, JSONL, W&B exports, TensorBoard events;
 - `detect`: spikes, NaN runs, grad-norm explosions, fp16 loss scale, slow divergence, step time;

@@ -225,9 +225,11 @@ class SeriesAnalyzer:
     def point(self, step: int, loss: float | None, *, grad: float | None = None,
               scale: float | None = None, time_ms: float | None = None,
               nan_iters: int = 0, skipped: int = 0, vanished: bool = False,
-              where: WhereArg = None) -> None:
+              spikes: bool = True, where: WhereArg = None) -> None:
         """One logged point. `loss` None = no loss on this line (`vanished`: it should have
-        had one, so its average was NaN); `nan_iters`/`skipped` are the log's own counters."""
+        had one, so its average was NaN); `nan_iters`/`skipped` are the log's own counters.
+        `spikes=False`: a loss that is counted and drawn but not tested for spikes or a slow
+        rise (an RL policy loss near zero that changes sign)."""
         a = self.a
         if a.last_step is not None and step <= a.last_step:
             a.replayed_points += 1
@@ -274,7 +276,10 @@ class SeriesAnalyzer:
             self._count(step, loss)
             if math.isfinite(loss):
                 self._finite += 1
-                self._loss_point(step, prev, loss, where)
+                if spikes:
+                    self._loss_point(step, prev, loss, where)
+                else:
+                    self._keep(step, loss, force=False)
                 if not bad:
                     a.last_zero_loss_with_nan_grad = False
             else:

@@ -12,6 +12,7 @@ Formats (detected from content, each line on its own):
 - OpenMMLab's mmengine runner (`Epoch(train)  [E][ i/n]  ...  grad_norm: G  loss: X` or
   `Iter(train) [ i/n]`) and the mmcv 1.x runner before it (`Epoch [E][i/n]  lr: ..., loss: X,
   grad_norm: G`), the epoch's batches added up into a global step;
+- verl (`step:N - actor/pg_loss:X - actor/grad_norm:G - ...`, the `verl` module),
 - torchtitan (`step: N  loss: X  grad_norm: G`), DLLogger (`DLLL {...}` JSON lines), and plain
   `step 100 loss 2.3` / `Iter 25: Train loss 1.59` / `step:2(2) total_loss:nan` /
   `02000 iter, average time 0.63, loss 1.2` lines;
@@ -30,6 +31,7 @@ from __future__ import annotations
 import json
 import re
 
+from trainmedic.triage.loss import verl
 from trainmedic.triage.loss.detect import SeriesAnalyzer, Where
 
 NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|nan|NaN|inf|Inf|-inf)"
@@ -261,6 +263,8 @@ class LineReader:
             if m:
                 return self._dllogger(m.group(1), where)
         if "step:" in text:
+            if " - " in text and self._verl(text, where):
+                return True
             m = _TITAN.search(text)
             if m:
                 self._fmt("torchtitan", lineno)
@@ -299,6 +303,18 @@ class LineReader:
             self.s.point(int(found[0]), float(found[1]), grad=grad, where=where)
             return True
         return False
+
+    def _verl(self, text: str, where: Where) -> bool:
+        """A verl step line (`step:N - key:value - ...`): an RL loss is counted and drawn but
+        kept from the spike detector (see `verl.RL_LOSS_KEYS`); NaN-ness, grad norm and step
+        time feed the analyses. The learning rate is not read (see the `verl` module)."""
+        found = verl.read_line(text)
+        if found is None:
+            return False
+        self._fmt("verl", where[1])
+        self.s.point(found.step, found.loss, grad=found.grad, time_ms=found.time_ms,
+                     spikes=found.spikes, where=where)
+        return True
 
     def _table_head(self, text: str, lineno: int) -> bool:
         """A PrintReport header naming the training loss column."""
