@@ -47,7 +47,10 @@ HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.88, 0.84
 # the signatures, and run blind first at 75/101 tree, 59/100 node, no false alarm (with the
 # reported symptom 77/101, 59/100). The tuning round on tune and tune-2 that followed (tune-2
 # 77 -> 91/103) left it exactly there, as it left the batch-1 holdout (65/87, 57/86): the misses
-# of tuned data do not predict those of unseen data. Nobody has tuned on it.
+# of tuned data do not predict those of unseen data. A stop later, after the work on the guess,
+# source-mined signatures and silent-log trends, it was at the same 75/101, 59/100; it was then
+# opened for a tuning round on node precision (group `tune-3`), batch 4 taking its place as the
+# blind measure.
 HELD_BATCH3_TREE, HELD_BATCH3_NODE = 0.74, 0.59
 # Batch 4 (87 incidents, 12 healthy logs after review) was collected and reviewed blind like
 # batch 3 and run once on the code of the stop before (72/87 tree, 49/79 node, one false alarm:
@@ -155,7 +158,7 @@ def test_tune_split_holds_its_level(splits):
 
 @pytest.mark.parametrize(("group", "tree", "node"), [
     ("tune-2", HELD_BATCH2_TREE, HELD_BATCH2_NODE),
-    ("holdout-3", HELD_BATCH3_TREE, HELD_BATCH3_NODE),
+    ("tune-3", HELD_BATCH3_TREE, HELD_BATCH3_NODE),
     ("holdout-4", HELD_BATCH4_TREE, HELD_BATCH4_NODE),
 ])
 def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
@@ -178,7 +181,7 @@ def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
 @pytest.mark.parametrize(("group", "tree", "node"), [
     ("holdout", HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE),
     ("tune-2", HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE),
-    ("holdout-3", HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE),
+    ("tune-3", HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE),
     ("holdout-4", HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE),
 ])
 def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
@@ -192,8 +195,7 @@ def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, spl
 
 def test_later_blind_batches_stay_silent_on_healthy_logs(splits, said):
     """holdout-5 and after: counted, never tuned on; no level yet, but no false alarm."""
-    later = sorted(g for g in splits if g.startswith("holdout-") and g not in ("holdout-3",
-                                                                             "holdout-4"))
+    later = sorted(g for g in splits if g.startswith("holdout-") and g != "holdout-4")
     if not later:
         pytest.skip("no fifth blind batch in the corpus yet")
     for group in later:

@@ -36,7 +36,7 @@ def test_a_bad_header_is_named(tmp_path):
     path = tmp_path / "oom" / "x.log"
     path.parent.mkdir()
     path.write_text("# source: https://example.org/t/1\n# expect: oom#when\n# split: tune\n"
-                    "# batch: 3\n# reported: froze\n# ---\nCUDA out of memory\n", encoding="utf-8")
+                    "# batch: 4\n# reported: froze\n# ---\nCUDA out of memory\n", encoding="utf-8")
     problems = format_problems(read_case(path))
     assert "a later batch is held out: split must be holdout" in problems
     assert any(p.startswith("reported must be one of hang, crash") for p in problems), problems
