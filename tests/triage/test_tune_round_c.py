@@ -1,0 +1,81 @@
+"""Rules of the batch-3 tuning round (node precision on messages a blind batch missed), each on
+the tune case that showed the gap (tests/corpus, tune split; source URL on each case's line 1)
+and a line that must not take the same path."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from trainmedic.triage import triage_text
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+sys.path.insert(0, str(CORPUS))
+from corpus import read_case  # noqa: E402
+
+
+def top_link(relative: str) -> str | None:
+    case = read_case(CORPUS / "cases" / relative)
+    assert case.split == "tune"  # unit tests read tune cases only
+    findings = triage_text(case.excerpt).findings
+    return findings[0].link if findings else None
+
+
+def links(text: str) -> list[str]:
+    return [f.link for f in triage_text(text).findings]
+
+
+def test_an_oom_in_an_evaluation_frame_is_the_evaluation_oom():
+    """czsl #7: the OOM is raised under `test` / `evaluate_predictions` frames; the numbers
+    alone (3 GiB cached) would say fragmentation, the phase is what the tree asks first."""
+    assert top_link("oom/open_world_eval_scores_oom_cpu_eval_flag_czsl_7.log") == "oom#eval-oom"
+    # the same message under a training frame keeps the size reading
+    train = ('  File "train.py", line 193, in train_one_epoch\n'
+             "RuntimeError: CUDA out of memory. Tried to allocate 4.18 GiB (GPU 0; 10.92 GiB total"
+             " capacity; 4.68 GiB already allocated; 2.44 GiB free; 7.85 GiB reserved in total by"
+             " PyTorch)")
+    assert links(train)[:1] == ["oom#fragmentation"]
+
+
+def test_a_kill_while_checkpoint_shards_load_is_the_loading_node():
+    """A -9 (minicpm-v #312) or a `Killed` glued to the loading bar (video-llava #13) while
+    'Loading checkpoint shards' runs: host RAM while loading, the host-ram question's answer."""
+    assert top_link("oom/torchrun_exit9_loading_shards_minicpm_v_312.log") == "oom#host-ram-load"
+    assert top_link("oom/loading_shards_killed_host_ram_video_llava_13.log") == \
+        "oom#host-ram-load"
+    # a kill with no loading in sight stays the general host-RAM node
+    assert links("step 120 loss 2.31\nKilled") == ["oom#host-ram"]
+
+
+def test_rusts_allocation_failure_is_host_ram():
+    """DeepSpeed-Chat #321: 'memory allocation of N bytes failed' (Rust's abort) on several
+    ranks, then the launcher kills the rest: host memory ran out."""
+    assert top_link("oom/ds_chat_step2_host_memory_allocation_failed_sigkill_321.log") == \
+        "oom#host-ram"
+
+
+def test_slurms_memory_accounting_kill_is_the_cgroup_node():
+    """coqui STT #2238: 'Job N exceeded memory limit (A > B), being killed'; the peak-only
+    warning printed after a step ends is not a kill."""
+    assert top_link("scheduler/slurmstepd_job_exceeded_memory_limit_being_killed_coqui_stt_"
+                    "2238.log") == "scheduler#cgroup-oom-kill"
+    assert "scheduler#cgroup-oom-kill" not in links(
+        "slurmstepd: error: Exceeded job memory limit at some point.")
+
+
+def test_checkpoint_write_and_open_failures():
+    """h2o-llmstudio #214: the zip writer's 'file write failed' is the full-disk answer of the
+    save-error question; ronin #51: torch.save's 'File ... cannot be opened.' leaves the
+    question open (full disk or unwritable path)."""
+    assert top_link("checkpoint/streamwriter_file_write_failed_output_volume_full_h2o_llmstudio_"
+                    "214.log") == "checkpoint#disk-full"
+    assert top_link("checkpoint/checkpoint_cannot_be_opened_disk_full_ronin_51.log") == \
+        "checkpoint#save-error"
+    assert "checkpoint#save-error" not in links("Error! The file data.txt cannot be opened.")
+
+
+def test_the_weights_only_messages_last_line_alone_is_enough():
+    """open-instruct #673: only the message's last line ('... types accepted by default with
+    weights_only ...') survived in the paste."""
+    assert top_link("checkpoint/accelerate_load_state_weights_only_open_instruct_673.log") == \
+        "checkpoint#weights-only-default"
