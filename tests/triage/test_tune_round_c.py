@@ -79,3 +79,33 @@ def test_the_weights_only_messages_last_line_alone_is_enough():
     weights_only ...') survived in the paste."""
     assert top_link("checkpoint/accelerate_load_state_weights_only_open_instruct_673.log") == \
         "checkpoint#weights-only-default"
+
+
+def test_llava_style_tokenization_mismatch_is_the_template():
+    """Bunny #75, LLaVA #1706: 'WARNING: tokenization mismatch: N vs. M. (ignored)' means the
+    conversation template masked the sample away: the template node."""
+    assert top_link("convergence/bunny_llama3_finetune_tokenization_mismatch_loss_grad_norm_zero_"
+                    "75.log") == "convergence#template-mismatch"
+    assert top_link("convergence/llava_v16_34b_tokenization_mismatch_loss_zero_wrong_conv_version_"
+                    "1706.log") == "convergence#template-mismatch"
+    assert links("Token indices sequence length is longer than the specified maximum sequence "
+                 "length for this model (2345 > 2048)") == []
+
+
+def test_roce_queue_pair_invalid_argument_is_the_gid_node():
+    """nccl #622 (Intel E810, RoCE): ibv_modify_qp refused as an invalid argument goes where the
+    containers tree sends that message; the same call timing out stays an InfiniBand fault."""
+    assert top_link("containers/intel_e810_roce_ibv_modify_qp_invalid_argument_nccl_622.log") == \
+        "containers#roce-gid"
+    timeout = ("node:1112:13532 [0] ibvwrap.c:160 NCCL WARN Call to ibv_modify_qp failed with "
+               "error Connection timed out")
+    assert links(timeout)[:1] == ["multi-node#infiniband"]
+
+
+def test_ofi_plugin_without_a_provider_and_a_gpu_that_did_not_initialise():
+    """aws-ofi-nccl #67: no libfabric provider found; pai #4344: the driver's RmInitAdapter
+    failure on a node whose nvidia-smi shows a GPU fewer."""
+    assert top_link("containers/p4d_ofi_no_optimal_provider_efa_after_nccl_upgrade_aws_ofi_nccl_"
+                    "67.log") == "containers#ofi-net-plugin"
+    assert top_link("hardware/node_4_gpus_nvidia_smi_shows_3_rminitadapter_failed_pai_4344.log") \
+        == "hardware#fallen-off-bus"
