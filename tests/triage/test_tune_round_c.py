@@ -109,3 +109,22 @@ def test_ofi_plugin_without_a_provider_and_a_gpu_that_did_not_initialise():
                     "67.log") == "containers#ofi-net-plugin"
     assert top_link("hardware/node_4_gpus_nvidia_smi_shows_3_rminitadapter_failed_pai_4344.log") \
         == "hardware#fallen-off-bus"
+
+
+def test_a_jit_extension_directory_without_permission_is_the_extension_build():
+    """pytorch #34238: the shared /tmp/torch_extensions of another user refuses the build; the
+    DeepSpeed line naming that root is not an error."""
+    assert top_link("startup/cpp_extension_shared_tmp_build_dir_permission_pytorch_34238.log") \
+        == "startup#extension-build"
+    assert links("Using /tmp/torch_extensions as PyTorch extensions root...") == []
+
+
+def test_old_deepspeeds_overflow_line_and_a_scale_already_in_single_digits():
+    """deepspeed #697: DeepSpeed before 0.4 wrote 'Overflow detected. Skipping step. Attempted
+    loss scale: 8.0, reducing to 4.0'; a dynamic scale reduced into single digits with no higher
+    scale in the log fell before the excerpt: a collapse. One halving from 2^16 is not."""
+    assert top_link("loss-spike/ds_fp16_grad_overflow_scale_8_to_4_model_not_learning_deepspeed_"
+                    "697.log") == "loss-spike#loss-scale-collapse"
+    one = ("[2021-01-26 22:04:09,191] [INFO] [logging.py:60:log_dist] [Rank 0] Overflow detected. "
+           "Skipping step. Attempted loss scale: 65536, reducing to 32768.0")
+    assert "loss-spike#loss-scale-collapse" not in links(one)

@@ -429,7 +429,9 @@ class SeriesAnalyzer:
         assert self._descent is not None
         start, start_scale = self._descent
         hi = self._post_max or start_scale
-        if scale <= 1.0 or (scale <= 16.0 and hi / scale >= 8.0):
+        # a reduction into single digits with no higher scale in the log: the fall came before
+        # the excerpt (no start-up search or healthy run reduces a dynamic scale that far)
+        if scale <= 1.0 or (scale <= 16.0 and hi / scale >= 8.0) or (scale < 10.0 and hi <= 16.0):
             last = a.scale_events[-1] if a.scale_events else None
             if last is not None and last.kind == "scale-collapse" and last.end >= start:
                 last.end, last.scale_to = step, min(last.scale_to, scale)
