@@ -128,3 +128,17 @@ def test_old_deepspeeds_overflow_line_and_a_scale_already_in_single_digits():
     one = ("[2021-01-26 22:04:09,191] [INFO] [logging.py:60:log_dist] [Rank 0] Overflow detected. "
            "Skipping step. Attempted loss scale: 65536, reducing to 32768.0")
     assert "loss-spike#loss-scale-collapse" not in links(one)
+
+
+def test_a_time_limit_or_ctrl_c_right_after_training_finished_is_the_exit_hang():
+    """Megatron-Bridge #1656 ('[after training is done]' then the time limit) and fairseq #4619
+    ('done training in ...' then Ctrl-C): training ended, the processes did not. Without the
+    framework's line, a time limit is a time limit."""
+    assert top_link("scheduler/qwen3_30b_done_training_hangs_until_slurm_time_limit_nsys_"
+                    "megatron_bridge_1656.log") == "scheduler#exit-hang"
+    assert top_link("scheduler/fairseq_ddp_done_training_wandb_no_finish_hangs_ctrl_c_"
+                    "4619.log") == "scheduler#exit-hang"
+    limit = ("slurmstepd: error: *** STEP 4226796.2 ON eos0117 CANCELLED AT "
+             "2025-12-03T14:53:02 DUE TO TIME LIMIT ***")
+    assert links(" iteration      100/  500000 | lm loss: 2.31\n" + limit)[:1] == \
+        ["scheduler#time-limit"]
