@@ -142,3 +142,13 @@ def test_a_time_limit_or_ctrl_c_right_after_training_finished_is_the_exit_hang()
              "2025-12-03T14:53:02 DUE TO TIME LIMIT ***")
     assert links(" iteration      100/  500000 | lm loss: 2.31\n" + limit)[:1] == \
         ["scheduler#time-limit"]
+
+
+def test_a_closed_rendezvous_is_the_elastic_node():
+    """pytorch #150916: killing one node's agent closed the rendezvous and the other node's
+    agent raised RendezvousClosedError: the job does not survive a node's loss (elastic); an
+    agent that cannot reach the store at all stays the rendezvous question."""
+    assert top_link("multi-node/agent_killed_other_node_death_signal_15_pytorch_150916.log") == \
+        "multi-node#elastic"
+    assert links("torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The "
+                 "connection to the C10d store has failed.")[:1] == ["multi-node#rendezvous"]
