@@ -4,21 +4,9 @@ and a line that must not take the same path."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from trainmedic.triage import triage_text
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-sys.path.insert(0, str(CORPUS))
-from corpus import read_case  # noqa: E402
-
-
-def top_link(relative: str) -> str | None:
-    case = read_case(CORPUS / "cases" / relative)
-    assert case.split == "tune"  # unit tests read tune cases only
-    findings = triage_text(case.excerpt).findings
-    return findings[0].link if findings else None
+from .test_tune_round_b import top_link  # reads a tune case only (asserts its split)
 
 
 def links(text: str) -> list[str]:
