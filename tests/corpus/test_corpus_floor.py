@@ -41,8 +41,8 @@ HELD_TUNE_TREE, HELD_TUNE_NODE = 0.92, 0.91
 # 52/103 node over incidents; 67.5% / 55.3% as first reported, healthy logs as hits); the
 # classes of its misses then guided signature work, so it was no longer blind and became tune
 # data (group `tune-2`) at 77/103 tree, 65/103 node; a tuning round on it then reached 91/103,
-# 87/103. Held so that it can only rise.
-HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.88, 0.84
+# 87/103, and a reader of verl's step lines 89/103 node. Held so that it can only rise.
+HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.88, 0.86
 # Batch 3 (101 incidents, 14 healthy logs) was collected and reviewed by people who never saw
 # the signatures, and run blind first at 75/101 tree, 59/100 node, no false alarm (with the
 # reported symptom 77/101, 59/100). The tuning round on tune and tune-2 that followed (tune-2
@@ -50,26 +50,29 @@ HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.88, 0.84
 # of tuned data do not predict those of unseen data. A stop later, after the work on the guess,
 # source-mined signatures and silent-log trends, it was at the same 75/101, 59/100; it was then
 # opened for a tuning round on node precision (group `tune-3`), batch 4 taking its place as the
-# blind measure.
-HELD_BATCH3_TREE, HELD_BATCH3_NODE = 0.74, 0.59
+# blind measure: 76/101, 60/100 when opened -> 89/101, 84/100 (7 labels set to the node the
+# message leads to, not the fix the thread chose: +6 node; general rules and signatures: +13
+# tree, +18 node). That round moved the blind groups by one node hit each.
+HELD_BATCH3_TREE, HELD_BATCH3_NODE = 0.88, 0.84
 # Batch 4 (87 incidents, 12 healthy logs after review) was collected and reviewed blind like
 # batch 3 and run once on the code of the stop before (72/87 tree, 49/79 node, one false alarm:
 # ZeRO-3's trace-cache warning in a healthy dense-model run), then on this stop's code (74/87,
 # 51/79, the same false alarm). Fixing that false alarm (the warning leads only when the run is
 # in trouble) silenced one batch-4 and one batch-3 incident whose excerpt is that warning alone:
-# 73/87, 50/79, 0 false alarms. Nobody has tuned on it.
-HELD_BATCH4_TREE, HELD_BATCH4_NODE = 0.83, 0.63
+# 73/87, 50/79, 0 false alarms; after the tuning round on batch 3, 73/87, 51/79. Nobody has
+# tuned on it (one signature title was reworded when this test's batch-4 ratchet failed).
+HELD_BATCH4_TREE, HELD_BATCH4_NODE = 0.83, 0.64
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
-# were written; today 259/265 tree, 245/263 node; the holdout groups were run with it once, at
+# were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
 # the end (see the benchmark's second table). Ratchets: they can only rise.
 HELD_SAID_TUNE_TREE, HELD_SAID_TUNE_NODE = 0.97, 0.95
-# batch-1 holdout 70/87 tree, 59/86 node (log only 66/87, 58/86); batch 2 94/103, 89/103
-# (log only 91/103, 87/103); batch 3 77/101, 59/100 (log only 75/101, 59/100); batch 4
-# 76/87, 50/79 (log only 73/87, 50/79)
-HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.80, 0.68
-HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE = 0.91, 0.86
-HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE = 0.76, 0.59
-HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE = 0.87, 0.63
+# batch-1 holdout 70/87 tree, 60/86 node (log only 66/87, 59/86); batch 2 94/103, 91/103
+# (log only 91/103, 89/103); batch 3 91/101, 84/100 (log only 89/101, 84/100); batch 4
+# 76/87, 51/79 (log only 73/87, 51/79)
+HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.80, 0.69
+HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE = 0.91, 0.88
+HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE = 0.90, 0.84
+HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE = 0.87, 0.64
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
 
