@@ -37,3 +37,30 @@ def user_tree(tmp_path: Path) -> Callable[[str], Path]:
         return folder
 
     return write
+
+
+@pytest.fixture
+def fed_in_linear_time() -> Callable[[Callable[[int], str]], None]:
+    """Asserts that the loss readers read one long line in linear time: `line(repeats)` builds
+    the line, fed at 1000 and 4000 repeats (best of 5 each); linear is about 4x for 4x the line,
+    quadratic about 16x, and 9x is a generous bound between them (a ratio, no time budget)."""
+
+    def check(line: Callable[[int], str]) -> None:
+        import time
+
+        from trainmedic.triage.loss import LossTracker
+
+        def cost(repeats: int) -> float:
+            text = line(repeats)
+            best = float("inf")
+            for _ in range(5):
+                tracker = LossTracker()
+                start = time.perf_counter()
+                tracker.feed(text, 1)
+                best = min(best, time.perf_counter() - start)
+            return best
+
+        small, large = cost(1000), cost(4000)
+        assert large < 9 * max(small, 1e-5), (small, large)
+
+    return check

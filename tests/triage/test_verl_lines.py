@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from pathlib import Path
 
 from trainmedic.triage import triage_text
@@ -105,22 +104,10 @@ def test_lines_that_only_look_alike_are_not_verl_step_lines():
     assert analysis.framework == "torchtitan"
 
 
-def test_a_long_verl_line_is_read_in_linear_time():
+def test_a_long_verl_line_is_read_in_linear_time(fed_in_linear_time):
     head = lines("verl_sglang_step2_healthy_1208.log")[0]
-
-    def cost(repeats: int) -> float:
-        line = head + " - actor/pg_loss:0.001 - actor/grad_norm:nan" * repeats
-        best = float("inf")
-        for _ in range(5):
-            tracker = LossTracker()
-            start = time.perf_counter()
-            tracker.feed(line, 1)
-            best = min(best, time.perf_counter() - start)
-        return best
-
-    small, large = cost(1000), cost(4000)
-    # linear: about 4x for 4x the line; quadratic: about 16x (a generous bound between them)
-    assert large < 9 * max(small, 1e-5), (small, large)
+    fed_in_linear_time(lambda repeats: head + " - actor/pg_loss:0.001 - actor/grad_norm:nan"
+                       * repeats)
 
 
 def sft_line(step: int, loss: float) -> str:
