@@ -71,6 +71,13 @@ def _write(path: str, size: int, steps_per_block: int, lines, *, failure: bool =
             _ending(out, step)
 
 
+def _noise(step: int) -> float:
+    """A step's loss noise in [0, 0.05): a multiplicative hash of the step, so a converged loss
+    never repeats a period of values exactly (a loss that does is a run whose weights stopped
+    changing: triage says so, and a healthy run's log must not read like one)."""
+    return (step * 2654435761 % 2**32) / 2**32 / 20
+
+
 def _noisy_step(step: int) -> list[bytes]:
     block = []
     for k in range(60):  # ~60 lines of chatter per step
@@ -78,7 +85,7 @@ def _noisy_step(step: int) -> list[bytes]:
         block.append(NOISE[k % len(NOISE)] % {
             b"n": r // 8, b"pid": 4000 + r, b"tid": 5000 + k, b"r": r,
             b"p": (r + 1) % 8, b"c": k % 32})
-    loss = 2.0 + 8.0 * 2.718 ** (-step / 3000) + (step * 7919 % 100) / 2000
+    loss = 2.0 + 8.0 * 2.718 ** (-step / 3000) + _noise(step)
     block.append(
         b" [2024-05-01 12:%02d:%02d] iteration %8d/ 1000000 | consumed samples: %12d |"
         b" elapsed time per iteration (ms): 4247.9 | learning rate: 2.999E-04 | global"
@@ -168,7 +175,7 @@ DENSE = (b" [2024-05-01 12:%02d:%02d.%06d] iteration %8d/ 1000000 | consumed sam
 
 
 def _dense_step(step: int) -> list[bytes]:
-    noise = (step * 7919 % 100) / 2000
+    noise = _noise(step)
     loss = 2.0 + 8.0 * 2.718 ** (-step / 30000) + noise
     block = [DENSE % (step // 60 % 60, step % 60, step * 7 % 1000000, step, step * 1024,
                       5926.4 + noise * 100, 220.4 - noise, 3.0e-4, loss, 0.8 + noise)]
