@@ -7,7 +7,9 @@ false-alarm rate (any finding at all). "tree in top 3" counts the right tree amo
 three findings, what a user reads on one screen; it is reported, never a floor. A third table
 splits the log-only incidents by the kind of the top finding (cause, symptom, guess, context,
 none for a silent log): how far each kind of answer can be trusted, and how many misses are
-logs only the user's `--symptom` can decide.
+logs only the user's `--symptom` can decide. Where a second labeller labelled cases blind
+(`tests/corpus/second_labels.tsv`, batch 4), one line says how often the two labels agree and
+how triage's node-level reads against each.
 Cases whose tree is not in the forest yet are counted as pending, by area. Groups: `tune` (the
 signatures were written against it), `holdout` (batch 1, never read while tuning), `tune-2`
 (batch 2: collected later, run blind once, then opened for tuning) and any later blind batch
@@ -38,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "corpus"))
 
-from corpus import Score, judge, load_cases, pending  # noqa: E402
+from corpus import Score, judge, load_cases, pending, second_labels  # noqa: E402
 
 FLOOR_TREE, FLOOR_NODE = 0.95, 0.80
 
@@ -56,7 +58,8 @@ def reported_symptom(case) -> str | None:
 
 
 def evaluate(trees: list[str], *, symptoms: bool = True, groups: tuple[str, ...] = (),
-             trust: Trust | None = None) -> tuple[Scores, Scores, list, float]:
+             trust: Trust | None = None,
+             tops: dict[str, str | None] | None = None) -> tuple[Scores, Scores, list, float]:
     """Log-only scores and scores with the reported symptom, by (group, area); only the
     `groups` named, if any (tune alone while developing: the holdout groups run once)."""
     from trainmedic.trees.forest import load_forest
@@ -76,6 +79,8 @@ def evaluate(trees: list[str], *, symptoms: bool = True, groups: tuple[str, ...]
         if score is None:
             continue
         scores[(case.group, case.area)].add(score)
+        if tops is not None and not case.healthy:
+            tops[case.name] = report.findings[0].link if report.findings else None
         if trust is not None and not case.healthy:
             kind = report.findings[0].kind if report.findings else "none"
             row = trust.setdefault((case.group, kind), [0, 0, 0])
@@ -141,6 +146,32 @@ def _trust_table(trust: Trust) -> None:
         print(f"{group:9} " + "; ".join(cells))
 
 
+def _second_label_table(tops: dict[str, str | None]) -> None:
+    """Where a second labeller labelled the cases blind (tests/corpus/second_labels.tsv): how
+    often the two labels agree, and triage's top finding against each and against either."""
+    cases = {c.name: c for c in load_cases()}
+    pairs = [(cases[n], label) for n, label in second_labels().items() if n in tops]
+    if not pairs:
+        return
+    n = len(pairs)
+    same_tree = sum(c.tree == b.partition("#")[0] for c, b in pairs)
+    named = [(c, b) for c, b in pairs if c.node is not None and not b.endswith("#?")]
+    same_node = sum(c.expect == b for c, b in named)
+
+    def hits(label_of) -> tuple[int, int]:
+        scored = [(c, lab) for c, b in pairs for lab in [label_of(c, b)] if lab]
+        return sum(tops[c.name] in lab for c, lab in scored), len(scored)
+
+    first = hits(lambda c, b: {c.expect} if c.node is not None else set())
+    second = hits(lambda c, b: {b} if not b.endswith("#?") else set())
+    either = hits(lambda c, b: {x for x in (c.expect, b) if not x.endswith("#?")})
+    print(f"\nagainst a second, blind labeller ({n} incidents): the labels agree on the tree "
+          f"{_pct(same_tree, n).strip()}, on the node {_pct(same_node, len(named)).strip()} "
+          "(where both name one); triage's node-level against the first label "
+          f"{_pct(*first).strip()}, the second {_pct(*second).strip()}, either "
+          f"{_pct(*either).strip()}")
+
+
 def _compare(log_only: dict[str, Score], said: dict[str, Score], groups: list[str]) -> None:
     print("\nlog only -> with the reported symptom (tree-level, node-level)")
     for split in (*groups, "batch 1", "all"):
@@ -161,10 +192,12 @@ def main() -> int:
                     help="only this group (tune, holdout, tune-2, holdout-3, ...); repeatable")
     args = ap.parse_args()
     trust: Trust = {}
+    tops: dict[str, str | None] = {}
     scores, said, waiting, seconds = evaluate(args.trees, symptoms=not args.log_only,
-                                              groups=tuple(args.group), trust=trust)
+                                              groups=tuple(args.group), trust=trust, tops=tops)
     totals = _table("log only", scores)
     _trust_table(trust)
+    _second_label_table(tops)
     by_area: dict[str, int] = defaultdict(int)
     for case in waiting:
         by_area[case.tree or "?"] += 1
@@ -173,6 +206,8 @@ def main() -> int:
               + ", ".join(f"{a} {n}" for a, n in sorted(by_area.items())))
     for name in ("batch 1", "all"):
         s = totals[name]
+        if not s.cases:
+            continue  # not run (--group): an empty group passes nothing
         ok = (s.tree_rate >= FLOOR_TREE and s.node_rate >= FLOOR_NODE and s.false_alarms == 0)
         print(f"floor on {name:7} (>= {FLOOR_TREE:.0%} tree, >= {FLOOR_NODE:.0%} node, "
               f"0 false alarms): {'OK' if ok else 'MISSED'}")

@@ -113,6 +113,22 @@ def load_cases(root: Path = CASES) -> list[Case]:
     return [read_case(p) for p in sorted(root.glob("*/*.log"))]
 
 
+SECOND_LABELS = HERE / "second_labels.tsv"
+
+
+def second_labels(path: Path = SECOND_LABELS) -> dict[str, str]:
+    """Case name -> a second labeller's `expect`, given the thread and the excerpt only (never
+    the first label or triage's answer): how far two careful people agree bounds what a
+    node-level score can mean."""
+    out: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name, label = line.split("\t")[:2]
+        out[name] = label.strip()
+    return out
+
+
 def proposed_nodes(root: Path = HERE) -> set[str]:
     """`tree#node` ids the collectors proposed for trees or nodes that do not exist yet."""
     out: set[str] = set()

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from corpus import format_problems, load_cases, pending, proposed_nodes, read_case
+from corpus import (
+    format_problems,
+    load_cases,
+    pending,
+    proposed_nodes,
+    read_case,
+    second_labels,
+)
 
 CASES = load_cases()
 
@@ -64,6 +71,16 @@ def test_expected_nodes_exist_or_are_proposed(trees):
         elif case.node is not None and case.expect not in proposed:
             unknown.append(f"{case.name}: {case.expect} is not in a proposed_nodes file")
     assert unknown == []
+
+
+def test_second_labels_name_incidents_and_nodes_that_exist(trees):
+    incidents = {case.name for case in CASES if not case.healthy}
+    second = second_labels()
+    assert len(second) >= 80
+    wrong = [f"{name}: {label}" for name, label in second.items()
+             if name not in incidents or label.partition("#")[0] not in trees
+             or label.partition("#")[2] not in (trees.get(label.partition("#")[0], set()) | {"?"})]
+    assert wrong == []
 
 
 def test_pending_cases_are_reported_not_dropped(trees):
