@@ -93,7 +93,9 @@ _EPOCH_LOSS = re.compile(r"^\s*Epoch:?\s*(\d+)(?:/\d+)?\s*[:,]\s.*?\b(?:train[_ 
 # keys (`epoch  iteration  main/loss  validation/main/loss  ...  elapsed_time`), then a row of
 # numbers per report. The rows hold no word a prefilter can find: the scanner reads them again
 # from the header on (`table_waiting`, `table_row`).
-_TABLE_HEAD = re.compile(r"^\s*(?:epoch|iteration)\s(?:\s*[A-Za-z_][\w/.-]*)*\s*$")
+# (each key after whitespace that is not optional: with `\s*` a run of letters could be split
+# into keys in exponentially many ways before a stray character failed the match)
+_TABLE_HEAD = re.compile(r"^\s*(?:epoch|iteration)(?:\s+[A-Za-z_][\w/.-]*)*\s*$")
 TABLE_LOSS_KEYS = ("main/loss", "train/loss")
 TABLE_MAX_ROWS = 1 << 20
 
@@ -325,7 +327,7 @@ class LineReader:
         loss = next((cols.index(k) for k in TABLE_LOSS_KEYS if k in cols), None)
         if loss is None:
             return False
-        step = cols.index("iteration") if "iteration" in cols else cols.index(cols[0])
+        step = cols.index("iteration") if "iteration" in cols else 0
         self._table = (len(cols), step, loss)
         self.table_line, self.table_rows = lineno, 0
         return True
