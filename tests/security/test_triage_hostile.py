@@ -55,6 +55,31 @@ def test_a_table_header_look_alike_is_read_in_linear_time(fed_in_linear_time):
     fed_in_linear_time(lambda repeats: "epoch main/loss " + "a" * repeats + "!")
 
 
+def test_a_progress_bar_with_one_long_word_is_read_in_linear_time(fed_in_linear_time):
+    # before: a postfix key was tried from every character of a long word (quadratic)
+    fed_in_linear_time(lambda repeats: "Epoch 0:  10%|#  | 1/10 [00:01<00:09, 1.00it/s, "
+                       + "a1_" * repeats + "!]")
+
+
+def test_the_slow_symptom_reads_a_timer_line_with_one_long_word_in_linear_time():
+    # before: a Megatron timer key was tried from every character of a long word (quadratic)
+    import time
+
+    from trainmedic.triage.trends import slow_hint
+
+    def cost(repeats: int) -> float:
+        lines = [(1, "time (ms) | forward-compute: 1.0 | " + "a1_" * repeats + "!")]
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            slow_hint(lines)
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    small, large = cost(1000), cost(4000)
+    assert large < 9 * max(small, 1e-5), (small, large)
+
+
 def test_a_line_repeating_iteration_markers_is_read_in_linear_time_by_the_block_reader():
     # before: the block reader's time-per-iteration regex tried a lazy gap from every marker of
     # a line: 0.1 s for 1000 "iteration 1/" on one line among Megatron's, 12x that for 4x it

@@ -403,7 +403,7 @@ _MEG_MINMAX = re.compile(r"^\s*([a-z][\w-]*)\s*\.{3,}:\s*\(\s*(" + _NUM + r"),\s
                          + r")\s*\)")
 _TIMER_FIELD = re.compile(r"(?:^|[|\]]|\s)\s*([A-Za-z][\w -]{0,40}?)\s*:\s*(" + _NUM
                           + r")\s*(ms|s)\b")
-_MEG_FIELD = re.compile(r"([a-z][\w-]*): (" + _NUM + r")")
+_MEG_FIELD = re.compile(r"(?<![\w-])([a-z][\w-]*): (" + _NUM + r")")  # from a word's start only
 _MFU = re.compile(r"\bmfu[:=]?\s*(-?" + _NUM + r")\s*%", re.I)
 MFU_LOW = 5.0  # percent of peak: well-tuned dense training reaches 35-55%
 SPIKE_RATIO = 3.0  # a step this many times the median step is a pause, not noise

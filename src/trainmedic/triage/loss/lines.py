@@ -41,7 +41,9 @@ _HF_FIELD = re.compile(r"'(grad_norm|learning_rate|epoch|step)':\s*'?(" + NUM + 
 _TQDM = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")
 _LIGHTNING = re.compile(r"^\s*Epoch (\d+):[^|\[]*(?:\|[^|]*\|\s*(\d+)/(\d+)|:\s*(\d+)it)\s*"
                         r"\[([^\]]*)")
-_POSTFIX = re.compile(r"([A-Za-z_][\w/.%]*)=(" + NUM + r")")
+# a key starts where no key character stands before it: tried from inside a long run of them,
+# every start scanned to the run's end again (quadratic on one long word)
+_POSTFIX = re.compile(r"(?<![\w/.%])([A-Za-z_][\w/.%]*)=(" + NUM + r")")
 # "step N ... loss X" (or "N iter ... loss X"), read by `after_marker`: one regex with a lazy gap
 # between them tried the gap from every step word (quadratic on a line repeating "iteration 1/")
 _PLAIN_STEP = re.compile(r"\b(?:step|iter|iteration|global_step)\b\s*[:=#]?\s*(\d+)\b", re.I)
