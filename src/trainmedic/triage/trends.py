@@ -437,9 +437,15 @@ def _timer_reading(text: str) -> dict[str, float] | None:
     for name, value in pairs:
         phase = _phase(name)
         if phase is not None:
-            out[phase] = out.get(phase, 0.0) + value if phase == "compute" else max(
-                out.get(phase, 0.0), value)
+            _add_phase(out, phase, value)
     return out if len(out) >= 2 else None
+
+
+def _add_phase(phases: dict[str, float], phase: str, value: float) -> None:
+    """Forward and backward compute add up; a phase's nested timers (batch-generator around
+    broadcast-data) do not: the longest stands for it."""
+    phases[phase] = phases.get(phase, 0.0) + value if phase == "compute" else max(
+        phases.get(phase, 0.0), value)
 
 
 def _unusual_phase(readings: list[tuple[dict[str, float], bool]]) -> tuple[str, float] | None:
@@ -476,9 +482,7 @@ def slow_hint(lines: list[tuple[int, str]]) -> TailHint | None:
         if m:  # Megatron's multi-line "(min, max) time across ranks (ms)" block
             phase = _phase(m.group(1))
             if phase is not None:
-                value = float(m.group(3))
-                block[phase] = block.get(phase, 0.0) + value if phase == "compute" else max(
-                    block.get(phase, 0.0), value)
+                _add_phase(block, phase, float(m.group(3)))
                 block_lines.append((lineno, text, phase))
             continue
         if len(block) >= 2:
