@@ -60,7 +60,9 @@ HELD_BATCH3_TREE, HELD_BATCH3_NODE = 0.88, 0.84
 # 51/79, the same false alarm). Fixing that false alarm (the warning leads only when the run is
 # in trouble) silenced one batch-4 and one batch-3 incident whose excerpt is that warning alone:
 # 73/87, 50/79, 0 false alarms; after the tuning round on batch 3, 73/87, 51/79. Nobody has
-# tuned on it (one signature title was reworded when this test's batch-4 ratchet failed).
+# tuned on it (one signature title was reworded when this test's batch-4 ratchet failed) until
+# it was opened for a tuning round (group `tune-4`), batch 5 taking its place as the blind
+# measure.
 HELD_BATCH4_TREE, HELD_BATCH4_NODE = 0.83, 0.64
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
 # were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
@@ -162,7 +164,7 @@ def test_tune_split_holds_its_level(splits):
 @pytest.mark.parametrize(("group", "tree", "node"), [
     ("tune-2", HELD_BATCH2_TREE, HELD_BATCH2_NODE),
     ("tune-3", HELD_BATCH3_TREE, HELD_BATCH3_NODE),
-    ("holdout-4", HELD_BATCH4_TREE, HELD_BATCH4_NODE),
+    ("tune-4", HELD_BATCH4_TREE, HELD_BATCH4_NODE),
 ])
 def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
                                                                         node):
@@ -185,7 +187,7 @@ def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
     ("holdout", HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE),
     ("tune-2", HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE),
     ("tune-3", HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE),
-    ("holdout-4", HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE),
+    ("tune-4", HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE),
 ])
 def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
                                                                        tree, node):
@@ -198,7 +200,7 @@ def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, spl
 
 def test_later_blind_batches_stay_silent_on_healthy_logs(splits, said):
     """holdout-5 and after: counted, never tuned on; no level yet, but no false alarm."""
-    later = sorted(g for g in splits if g.startswith("holdout-") and g != "holdout-4")
+    later = sorted(g for g in splits if g.startswith("holdout-"))
     if not later:
         pytest.skip("no fifth blind batch in the corpus yet")
     for group in later:
