@@ -48,3 +48,28 @@ def test_next_to_an_error_no_signature_knows_it_leads():
                    "  File \"train.py\", line 3, in <module>\n"
                    "ZeroDivisionError: division by zero\n")
     assert links[0] == "moe#zero3-expert-divergence"
+
+
+# NCCL >= 2.12 prints it at INFO level (https://github.com/NVIDIA/nccl/issues/1410); NCCL's
+# maintainers: with no IB NCCL uses sockets, "since you only run NCCL on a single node, this may
+# not be even relevant" (https://github.com/NVIDIA/nccl/issues/259)
+SOCKET_INFO = ("h100-kickoff-llama-70b-chat-20230328-bcf75c4f6-gn6nd:2340:2384 [4] NCCL INFO "
+               "Failed to open libibverbs.so[.1]")
+# the same watchdog line as nccl-hang.yaml's own example (PyTorch 2.x)
+STUCK = ("[rank2]:[E419 10:53:25.421620797 ProcessGroupNCCL.cpp:1484] [PG ID 2 PG GUID 9 Rank 2] "
+         "ProcessGroupNCCL's watchdog got stuck for 480 seconds without making progress in "
+         "monitoring enqueued collectives.")
+
+
+def test_a_socket_fallback_alone_is_no_finding_but_answers_a_slow_run():
+    """NCCL's fall-back to TCP sockets (hook `slow-or-trouble`): one node prints it and is fine."""
+    assert _links(f"{SOCKET_INFO}\n") == []
+    assert _links(f"{SOCKET_INFO}\n", symptom="slow")[0] == "multi-node#slow-cross-node"
+    assert _links(f"{SOCKET_INFO}\n", symptom="hang") == ["multi-node#slow-cross-node"]
+    assert "multi-node#slow-cross-node" not in _links(f"{SOCKET_INFO}\n", symptom="diverged")
+
+
+def test_a_socket_fallback_next_to_a_stuck_watchdog_is_reported_after_it():
+    links = _links(f"{SOCKET_INFO}\n{STUCK}\n")
+    assert "multi-node#slow-cross-node" in links
+    assert links[0] == "nccl-hang#watchdog-stuck", links

@@ -35,7 +35,7 @@ def test_every_signature_recognises_its_own_examples_through_triage(forest):
     """Lint checks the rule; this checks the real scanner (prefilter, needles, overlaps)."""
     for sig in forest.signatures():
         # a warning healthy runs also print leads alone only when the user says the job froze
-        symptom = "hang" if sig.hook == "in-trouble" else None
+        symptom = {"in-trouble": "hang", "slow-or-trouble": "slow"}.get(sig.hook or "")
         for example in sig.examples:
             findings = triage_text(example, symptom=symptom).findings
             found = {f.signature for f in findings}

@@ -259,6 +259,13 @@ def _keep_in_trouble(hit: HitView, view: Any) -> bool:
                for other in view.hits.values())
 
 
+def _keep_slow_or_trouble(hit: HitView, view: Any) -> bool:
+    """A transport notice (NCCL falling back to TCP sockets) costs only cross-node bandwidth: a
+    single-node run prints it and is fine. It leads when the user says the run is slow, and
+    where `in-trouble` would let it."""
+    return view.reported == "slow" or _keep_in_trouble(hit, view)
+
+
 # ---- child-failed: torchrun's "Root Cause (first observed failure)" block --------------------
 
 def exit_meaning(code: int | None) -> str:
@@ -356,5 +363,6 @@ HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("sigkill", frozenset(), _read_nothing, None, None, _keep_sigkill),
     Hook("nan-line", frozenset(), _read_nothing, None, None, _keep_nan_line),
     Hook("in-trouble", frozenset(), _read_nothing, None, None, _keep_in_trouble),
+    Hook("slow-or-trouble", frozenset(), _read_nothing, None, None, _keep_slow_or_trouble),
     Hook("global-shape", frozenset({"sliced"}), _read_global_shape),
 )}
