@@ -47,3 +47,14 @@ def test_a_file_that_grew_after_its_end_was_read_is_not_numbered(tmp_path):
         handle.write(b"one more\n")
     assert end.first_line() is None
     assert FileEnd.read(str(path / "nope"), 100) is None
+
+
+def test_an_end_without_its_bytes_numbers_its_lines_the_same(tmp_path):
+    """`_TailMatches` keeps a few lines until the scan ends, not the 4 MiB they came from."""
+    path = tmp_path / "big.log"
+    path.write_bytes(b"".join(b"line %d\n" % i for i in range(1, 50001)))
+    end = FileEnd.read(str(path), 4096)
+    assert end is not None and end.offset > 0
+    light = end.without_block()
+    assert light.block == b"" and light.breaks == end.block.count(b"\n")
+    assert light.first_line() == end.first_line() == 50001 - end.block.count(b"\n")

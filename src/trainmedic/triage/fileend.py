@@ -28,6 +28,7 @@ class FileEnd:
     size: int  # the file's size when its end was read
     offset: int  # where `block` starts in the file: 0 when it holds the whole file
     block: bytes
+    breaks: int  # line breaks in the block as read (kept by `without_block`)
 
     @classmethod
     def read(cls, path: str, most: int) -> FileEnd | None:
@@ -42,7 +43,12 @@ class FileEnd:
             return None
         if offset + len(block) != size:
             return None
-        return cls(path, size, offset, block)
+        return cls(path, size, offset, block, block.count(b"\n"))
+
+    def without_block(self) -> FileEnd:
+        """The same end, still able to number its lines, without holding its bytes: a reader
+        that keeps a few of its lines until the scan ends does not keep megabytes with them."""
+        return FileEnd(self.path, self.size, self.offset, b"", self.breaks)
 
     def first_line(self) -> int | None:
         """The number of the line `block` starts in (when `offset` cuts a line, that line's);
@@ -53,7 +59,7 @@ class FileEnd:
         breaks = line_breaks(self.path, self.size)
         if breaks is None:
             return None
-        return breaks - self.block.count(b"\n") + 1
+        return breaks - self.breaks + 1
 
 
 def line_breaks(path: str, size: int) -> int | None:

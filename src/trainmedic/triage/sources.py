@@ -828,7 +828,7 @@ class _TailMatches:
         kept = [(i, line) for i, line in enumerate(pieces) if pattern.search(line)]
         if len(kept) < SIDE_KEEP:
             return None, len(kept)
-        return cls(end, kept[-SIDE_KEEP:]), len(kept)
+        return cls(end.without_block(), kept[-SIDE_KEEP:]), len(kept)
 
     def result(self) -> list[tuple[int, bytes]] | None:
         """(line number, line) of the last matches; None when the file changed (a log still
