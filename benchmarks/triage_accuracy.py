@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests" / "corpus"))
 
-from corpus import Score, judge, load_cases, pending, second_labels  # noqa: E402
+from corpus import Case, Score, judge, load_cases, pending, second_labels  # noqa: E402
 
 FLOOR_TREE, FLOOR_NODE = 0.95, 0.80
 
@@ -148,11 +148,19 @@ def _trust_table(trust: Trust) -> None:
 
 def _second_label_table(tops: dict[str, str | None]) -> None:
     """Where a second labeller labelled the cases blind (tests/corpus/second_labels.tsv): how
-    often the two labels agree, and triage's top finding against each and against either."""
+    often the two labels agree, and triage's top finding against each and against either; one
+    line per group (each batch was labelled twice by different people)."""
     cases = {c.name: c for c in load_cases()}
-    pairs = [(cases[n], label) for n, label in second_labels().items() if n in tops]
-    if not pairs:
-        return
+    by_group: dict[str, list[tuple[Case, str]]] = defaultdict(list)
+    for name, label in second_labels().items():
+        if name in tops:
+            by_group[cases[name].group].append((cases[name], label))
+    for group, pairs in sorted(by_group.items(), key=lambda kv: (kv[0].partition("-")[2], kv[0])):
+        _second_label_line(group, pairs, tops)
+
+
+def _second_label_line(group: str, pairs: list[tuple[Case, str]],
+                       tops: dict[str, str | None]) -> None:
     n = len(pairs)
     same_tree = sum(c.tree == b.partition("#")[0] for c, b in pairs)
     named = [(c, b) for c, b in pairs if c.node is not None and not b.endswith("#?")]
@@ -165,11 +173,11 @@ def _second_label_table(tops: dict[str, str | None]) -> None:
     first = hits(lambda c, b: {c.expect} if c.node is not None else set())
     second = hits(lambda c, b: {b} if not b.endswith("#?") else set())
     either = hits(lambda c, b: {x for x in (c.expect, b) if not x.endswith("#?")})
-    print(f"\nagainst a second, blind labeller ({n} incidents): the labels agree on the tree "
-          f"{_pct(same_tree, n).strip()}, on the node {_pct(same_node, len(named)).strip()} "
-          "(where both name one); triage's node-level against the first label "
-          f"{_pct(*first).strip()}, the second {_pct(*second).strip()}, either "
-          f"{_pct(*either).strip()}")
+    print(f"\n{group}: against a second, blind labeller ({n} incidents): the labels agree on "
+          f"the tree {_pct(same_tree, n).strip()}, on the node "
+          f"{_pct(same_node, len(named)).strip()} (where both name one); triage's node-level "
+          f"against the first label {_pct(*first).strip()}, the second {_pct(*second).strip()}, "
+          f"either {_pct(*either).strip()}")
 
 
 def _compare(log_only: dict[str, Score], said: dict[str, Score], groups: list[str]) -> None:
