@@ -60,6 +60,20 @@ def test_an_error_is_never_no_known_failure_with_exit_zero(tmp_path, capsys, rel
     assert "No known failure signature" not in out
 
 
+@pytest.mark.parametrize(("relative", "needle"), [
+    ("containers/ucx_ibv_create_cq_enomem_container_memlock_cudf_spark_7632.log",
+     "ERROR mlx5_0: ibv_create_cq() failed"),
+    ("checkpoint/enospc_torch_save_dolly_139.log", "ERROR [__main__] main failed"),
+])
+def test_a_line_at_a_loggers_error_level_alone_is_never_clean(tmp_path, capsys, relative,
+                                                              needle):
+    """A logger's ERROR level with no other error word on the line (UCX, Python logging)."""
+    line = next(x for x in excerpt(relative).splitlines() if needle in x)
+    code = main(["triage", write(tmp_path, "train.log", line + "\n")])
+    out = capsys.readouterr().out
+    assert code == 1 and "No known failure signature" not in out, out
+
+
 def test_every_corpus_excerpt_with_an_error_gets_a_finding():
     """Holdout cases too: only triage reads them, nothing here looks at their text."""
     silent = []

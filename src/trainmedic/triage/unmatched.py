@@ -18,9 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 # Substrings that make a line a candidate for classification (part of the prefilter).
-# (Each is long enough not to slow the prefilter down; a logger's bare "ERROR" level is read
-# when the line holds another of these.)
+# (Each is long enough not to slow the prefilter down. A logger's ERROR level is one too:
+# "ERROR:megatron.core.datasets.utils:Failed to compile ..." holds no other, and a log whose
+# only error is such a line must not be called clean.)
 NEEDLES = ("Error", "Exception", "Failed:", "Traceback (most recent call last)", "Killed",
+           "ERROR:", "ERROR]", "ERROR ", "ERROR|",
            "NCCL WARN", "CUDA error", "cuda runtime error", "CUDA_ERROR_", "exitcode",
            "exit code", "exit status", "return code", "Segmentation fault",
            "segmentation fault", "core dumped", "Aborted", "terminate called",
