@@ -42,6 +42,7 @@ class LineContext:
 
     started: bool  # a "training started" line was seen in this source
     progressed: bool  # a progress (iteration/loss) line was seen in this source
+    evaluating: bool = False  # an evaluation began and no training progress line came since
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,9 @@ def _same_process(own: float, others: list[tuple[int, float | None]]) -> bool:
 def _read_oom(text: str, ctx: LineContext) -> LineResult:
     d = oom_numbers(text)
     outcome = oom_outcome(text, d)
-    if outcome is None and ctx.started and not ctx.progressed:
+    if outcome in (None, "does-not-fit") and ctx.evaluating:
+        outcome = "evaluating"  # the oom tree's "when": during evaluation
+    elif outcome is None and ctx.started and not ctx.progressed:
         outcome = "no-step-finished"  # training began but no step finished: it cannot fit
     return LineResult(outcome, d)
 
@@ -347,7 +350,7 @@ def _read_nothing(_text: str, _ctx: LineContext) -> LineResult:
 
 HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("cuda-oom", frozenset({"other-process", "fragmented", "does-not-fit",
-                                "no-step-finished"}),
+                                "no-step-finished", "evaluating"}),
          _read_oom, _merge_oom, _oom_summary),
     Hook("xid", frozenset(), _read_xid, _merge_lists, _xid_summary),
     Hook("named-ranks", frozenset(), _read_named_ranks, _merge_lists),
