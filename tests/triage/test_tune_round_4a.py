@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from trainmedic.triage import triage_text
 from trainmedic.triage.trends import frozen_at_chance
 
 from .test_node_precision import top, tune  # a tune case's excerpt (refuses holdout cases)
@@ -47,3 +48,18 @@ def test_a_logged_sudden_nan_still_goes_to_nan_source():
     # grad norm 0.75 and loss 0.73 just before the NaN step: the series answers the question
     assert top(tune("loss-spike/megatron_llm_falcon40b_loss_vanishes_nan_3385_33.log")) == \
         "loss-spike#nan-source"
+
+
+LIGHTNING_FEW_WORKERS = (
+    "slow-training/gpu_util_zero_val_dataloader_few_workers_nemo_speech_1204.log")
+
+
+def test_lightnings_few_workers_hint_answers_a_run_reported_slow():
+    findings = triage_text(tune(LIGHTNING_FEW_WORKERS), symptom="slow").findings
+    assert findings[0].link == "slow-training#dataloader"
+
+
+def test_lightnings_few_workers_hint_alone_is_no_finding():
+    # healthy runs print it too: without the user's word it names nothing
+    findings = triage_text(tune(LIGHTNING_FEW_WORKERS)).findings
+    assert all(f.link != "slow-training#dataloader" for f in findings)

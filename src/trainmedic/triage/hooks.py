@@ -262,6 +262,14 @@ def _keep_in_trouble(hit: HitView, view: Any) -> bool:
                for other in view.hits.values())
 
 
+# ---- when-slow: a performance hint that is the cause only of a run reported slow ------------
+
+def _keep_when_slow(_hit: HitView, view: Any) -> bool:
+    """A hint a healthy run also prints (Lightning's "does not have many workers which may be a
+    bottleneck") answers the slow-training tree only for a user who says the run is slow."""
+    return view.reported == "slow"
+
+
 # ---- child-failed: torchrun's "Root Cause (first observed failure)" block --------------------
 
 def exit_meaning(code: int | None) -> str:
@@ -359,5 +367,6 @@ HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("sigkill", frozenset(), _read_nothing, None, None, _keep_sigkill),
     Hook("nan-line", frozenset(), _read_nothing, None, None, _keep_nan_line),
     Hook("in-trouble", frozenset(), _read_nothing, None, None, _keep_in_trouble),
+    Hook("when-slow", frozenset(), _read_nothing, None, None, _keep_when_slow),
     Hook("global-shape", frozenset({"sliced"}), _read_global_shape),
 )}
