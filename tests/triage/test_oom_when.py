@@ -76,6 +76,20 @@ def test_evaluation_start_lines(line, started):
     assert evaluation_started(line) is started
 
 
-def test_the_ray_task_error_of_a_gpu_oom_is_not_the_memory_monitor():
-    case = "oom/ray_task_error_oom_dtensor_worker_get_logprobs_ppo_default_nemo_rl_3793.log"
-    assert top(tune(case)) != "oom#host-ram"
+RAY_TASK_ERROR = "oom/ray_task_error_oom_dtensor_worker_get_logprobs_ppo_default_nemo_rl_3793.log"
+# its first line, verbatim: the exception's name, the message is cut off
+RAY_LINE = ("ray.exceptions.RayTaskError(OutOfMemoryError): "
+            "ray::DTensorPolicyWorkerV2.get_logprobs() (pid=2671339, ip=10.65.16.209, "
+            "actor_id=d5836b60449efbd220b3c2f406000000, "
+            "repr=DTensorPolicyWorkerV2[rank=0])")
+
+
+def test_the_exceptions_name_alone_stays_at_which_message():
+    # not Ray's memory monitor (host RAM) either: a task raised an OutOfMemoryError
+    assert top(tune(RAY_TASK_ERROR)) == "oom#message"
+
+
+@pytest.mark.parametrize("lines", [[RAY_LINE, OOM], [OOM, RAY_LINE]])
+def test_the_allocators_message_answers_which_message(lines):
+    links = [f.link for f in triage_text("\n".join(lines)).findings]
+    assert links[0] == "oom#when" and "oom#message" not in links

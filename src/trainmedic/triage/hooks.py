@@ -149,6 +149,14 @@ def _read_oom(text: str, ctx: LineContext) -> LineResult:
     return LineResult(outcome, d)
 
 
+def _keep_oom(hit: HitView, view: Any) -> bool:
+    """The exception's name alone (routed to the tree's first question, `message`) is left out
+    when the allocator's own message is in the log too: that answers the question."""
+    return hit.node != "message" or not any(
+        other is not hit and getattr(other, "sig", None) is getattr(hit, "sig", None)
+        for other in view.hits.values())
+
+
 def _merge_oom(old: dict[str, Any], new: dict[str, Any]) -> None:
     if not old.get("tried_mib") and new:
         old.clear()
@@ -359,7 +367,7 @@ def _read_nothing(_text: str, _ctx: LineContext) -> LineResult:
 HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("cuda-oom", frozenset({"other-process", "fragmented", "does-not-fit",
                                 "no-step-finished", "evaluating"}),
-         _read_oom, _merge_oom, _oom_summary),
+         _read_oom, _merge_oom, _oom_summary, _keep_oom),
     Hook("xid", frozenset(), _read_xid, _merge_lists, _xid_summary),
     Hook("named-ranks", frozenset(), _read_named_ranks, _merge_lists),
     Hook("overflow-burst", frozenset(), _read_nothing, None, _overflow_summary, _keep_overflow),
