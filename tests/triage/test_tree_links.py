@@ -35,7 +35,9 @@ def test_every_signature_recognises_its_own_examples_through_triage(forest):
     """Lint checks the rule; this checks the real scanner (prefilter, needles, overlaps)."""
     for sig in forest.signatures():
         # a warning healthy runs also print leads alone only when the user says the job froze
-        symptom = {"in-trouble": "hang", "slow-or-trouble": "slow"}.get(sig.hook or "")
+        # (or, for a performance hint or a transport notice, that it is slow)
+        symptom = {"in-trouble": "hang", "slow-or-trouble": "slow",
+                   "when-slow": "slow"}.get(sig.hook or "")
         for example in sig.examples:
             findings = triage_text(example, symptom=symptom).findings
             found = {f.signature for f in findings}

@@ -7,6 +7,7 @@ names are the analyses below. Some conclude more than the finding (an *outcome*,
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -97,7 +98,7 @@ def _ran_away(values: list[float]) -> bool:
 def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
                                                  list[tuple[str, int, str]]] | None:
     """(summary, outcome, details, evidence lines) of a whole-log analysis, or None."""
-    from trainmedic.triage.trends import chance, plateau, repeat
+    from trainmedic.triage.trends import chance, frozen_at_chance, plateau, repeat
 
     if name == "loss-plateau":
         for loss, _evidence in scanner.loss.runs:
@@ -117,11 +118,16 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
             else:
                 how = f"exactly the same from step {found['same_from']} on"
             at = chance(loss.points)
-            why = (f"ln {at['classes']} = {at['chance']:.4g}, the loss of a uniform guess over "
-                   f"{at['classes']} classes" if at is not None else "")
+            classes = at["classes"] if at is not None else frozen_at_chance(found["value"])
+            why = (f"ln {classes} = {math.log(classes):.4g}, the loss of a uniform guess over "
+                   f"{classes} classes" if classes is not None else "")
+            # the same loss on different batches at ln(k): the output ignores the input, which
+            # says nothing of whether the weights change (the flat-loss question stays)
+            identical = found["identical"] and (
+                at is None and frozen_at_chance(found["value"]) is None)
             return (f"the loss stays at {found['value']:.6g} ({found['points']} logged "
                     f"points, {how}{'; ' + why if why else ''}): the model is not learning",
-                    "identical" if found["identical"] else None, found, [])
+                    "identical" if identical else None, found, [])
         return None
     if name == "loss-chance":
         for loss, _evidence in scanner.loss.runs:

@@ -42,6 +42,7 @@ class LineContext:
 
     started: bool  # a "training started" line was seen in this source
     progressed: bool  # a progress (iteration/loss) line was seen in this source
+    evaluating: bool = False  # an evaluation began and no training progress line came since
 
 
 @dataclass(frozen=True)
@@ -141,9 +142,19 @@ def _same_process(own: float, others: list[tuple[int, float | None]]) -> bool:
 def _read_oom(text: str, ctx: LineContext) -> LineResult:
     d = oom_numbers(text)
     outcome = oom_outcome(text, d)
-    if outcome is None and ctx.started and not ctx.progressed:
+    if outcome in (None, "does-not-fit") and ctx.evaluating:
+        outcome = "evaluating"  # the oom tree's "when": during evaluation
+    elif outcome is None and ctx.started and not ctx.progressed:
         outcome = "no-step-finished"  # training began but no step finished: it cannot fit
     return LineResult(outcome, d)
+
+
+def _keep_oom(hit: HitView, view: Any) -> bool:
+    """The exception's name alone (routed to the tree's first question, `message`) is left out
+    when the allocator's own message is in the log too: that answers the question."""
+    return hit.node != "message" or not any(
+        other is not hit and getattr(other, "sig", None) is getattr(hit, "sig", None)
+        for other in view.hits.values())
 
 
 def _merge_oom(old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -266,6 +277,14 @@ def _keep_slow_or_trouble(hit: HitView, view: Any) -> bool:
     return view.reported == "slow" or _keep_in_trouble(hit, view)
 
 
+# ---- when-slow: a performance hint that is the cause only of a run reported slow ------------
+
+def _keep_when_slow(_hit: HitView, view: Any) -> bool:
+    """A hint a healthy run also prints (Lightning's "does not have many workers which may be a
+    bottleneck") answers the slow-training tree only for a user who says the run is slow."""
+    return view.reported == "slow"
+
+
 # ---- child-failed: torchrun's "Root Cause (first observed failure)" block --------------------
 
 def exit_meaning(code: int | None) -> str:
@@ -354,8 +373,8 @@ def _read_nothing(_text: str, _ctx: LineContext) -> LineResult:
 
 HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("cuda-oom", frozenset({"other-process", "fragmented", "does-not-fit",
-                                "no-step-finished"}),
-         _read_oom, _merge_oom, _oom_summary),
+                                "no-step-finished", "evaluating"}),
+         _read_oom, _merge_oom, _oom_summary, _keep_oom),
     Hook("xid", frozenset(), _read_xid, _merge_lists, _xid_summary),
     Hook("named-ranks", frozenset(), _read_named_ranks, _merge_lists),
     Hook("overflow-burst", frozenset(), _read_nothing, None, _overflow_summary, _keep_overflow),
@@ -364,5 +383,6 @@ HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("nan-line", frozenset(), _read_nothing, None, None, _keep_nan_line),
     Hook("in-trouble", frozenset(), _read_nothing, None, None, _keep_in_trouble),
     Hook("slow-or-trouble", frozenset(), _read_nothing, None, None, _keep_slow_or_trouble),
+    Hook("when-slow", frozenset(), _read_nothing, None, None, _keep_when_slow),
     Hook("global-shape", frozenset({"sliced"}), _read_global_shape),
 )}

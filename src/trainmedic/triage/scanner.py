@@ -40,6 +40,7 @@ from trainmedic.triage.signatures import (
     TRAINING_STARTED,
     Signature,
     SignatureSet,
+    evaluation_started,
     forest_signatures,
 )
 from trainmedic.triage.sources import (
@@ -195,6 +196,7 @@ class Scanner:
         self.redact = self.evidence_text
         self._started_in_source = False
         self._progress_in_source = False
+        self._evaluating_in_source = False  # an evaluation began after the last progress line
         self._pending: deque[_Match] = deque()
         self._block_read = False  # this source's iteration lines go to the block reader
 
@@ -369,6 +371,7 @@ class Scanner:
         if source.rank is not None:
             add_ranks(self.known_ranks, (source.rank,))
         self._started_in_source = self._progress_in_source = False
+        self._evaluating_in_source = False
         self.errors.new_source(source.name, lambda text: _who_of(text, source),
                                None if side is None else functools.partial(self._aside, side,
                                                                            megatron))
@@ -469,9 +472,12 @@ class Scanner:
         if found and not self._trend_needles.isdisjoint(found) and (
                 self.steptimes.first is None or self.steptimes.first[0] == source.name):
             self.steptimes.feed(text, source.name, lineno)
-        if loss and not (self._block_read and _ITERATION_TEXT.search(text)) \
+        if evaluation_started(text):
+            self._evaluating_in_source = True
+        elif loss and not (self._block_read and _ITERATION_TEXT.search(text)) \
                 and self.loss.feed(text, lineno):
             self._progress_in_source = True
+            self._evaluating_in_source = False  # training goes on: the evaluation is over
         elif not found and any(m in text for m in TRAINING_STARTED):
             self._started_in_source = True
 
@@ -518,7 +524,7 @@ class Scanner:
         if sig.hook is not None:
             first = self.loss.lines.first_progress_line
             progressed = self._progress_in_source or (first is not None and first < lineno)
-            ctx = LineContext(self._started_in_source, progressed)
+            ctx = LineContext(self._started_in_source, progressed, self._evaluating_in_source)
             result = sig.hook.read(text, ctx)
             outcome, details, named = result.outcome, result.details, result.ranks[:MAX_RANKS]
             if named:  # the line names ranks (a desync report): those are the ones, not its own

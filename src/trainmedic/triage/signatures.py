@@ -37,6 +37,33 @@ PROGRESS_NEEDLES: tuple[str, ...] = (
     " iteration ", "'loss': ", "oss:", "oss =", "oss=", "Loss ", "loss ", "step=", "step:",
     "DLLL", "it/s", "s/it",
 )
+# An evaluation pass begins (an OOM after it and before the next training progress line happened
+# while evaluating): the HF Trainer's banner, Megatron-LM's `Evaluating on N samples` /
+# `Evaluating iter i/n`, detectron2's `Start inference on N batches`, mmengine's per-iteration
+# `Epoch(val) [1][ 50/500]` lines (mmcv 1.x's `Epoch(val) [1][2]` is the result once it is over),
+# Lightning's validation and test bars, and a script's own "starting evaluation". The needles
+# feed the prefilter (case-sensitive); EVALUATION_STARTED decides.
+EVALUATION_NEEDLES: tuple[str, ...] = (
+    "***** Running Evaluation *****", "Evaluating on ", "Evaluating iter ", "Evaluating:",
+    "Start inference on ", "Epoch(val)", "Epoch(test)", "Validation DataLoader",
+    "Testing DataLoader", "Validating:", "tart evaluation", "tarting evaluation",
+    "tart Evaluation", "tarting Evaluation", "unning evaluation", "egin evaluation",
+    "tart validation", "tarting validation", "unning validation",
+)
+EVALUATION_STARTED = re.compile(
+    r"\*\*\*\*\* Running Evaluation \*\*\*\*\*|Evaluating (?:on \d+ samples|iter \d)|Evaluating:"
+    r"|Start inference on \d|Epoch\((?:val|test)\) ?\[\d+\]\[ *\d+/\d+\]"
+    r"|(?:Validation|Testing) DataLoader \d|Validating:"
+    r"|(?i:(?:start(?:ing)?|running|begin(?:ning)?) (?:the )?(?:evaluation|validation)"
+    r"(?![A-Za-z0-9_]))")
+
+
+def evaluation_started(text: str) -> bool:
+    """Whether a line says an evaluation pass begins (a cheap test first: most lines are not)."""
+    return ("valuat" in text or "alidat" in text or "Epoch(" in text or "DataLoader" in text
+            or "inference on" in text) and EVALUATION_STARTED.search(text) is not None
+
+
 # Lines read besides the signatures whatever the format: checkpoint saves and intervals (for
 # the rollback), framework hints (which flags the recovery may use), the rank comparison, and
 # the start of training (an OOM before any progress line then means the config cannot fit).
@@ -46,6 +73,7 @@ SIDE_NEEDLES: tuple[str, ...] = (
     "Saving checkpoint", "eepSpeed", "deepspeed", "megatron.core", "megatron/core",
     "Megatron-Core", "last enqueued", "Timeout at NCCL work", "WorkNCCL(",
     "before the start of training step", "***** Running training *****",
+    *EVALUATION_NEEDLES,
 )
 SERIES_NEEDLES = PROGRESS_NEEDLES + SIDE_NEEDLES
 TRAINING_STARTED = ("before the start of training step", "***** Running training *****")

@@ -351,6 +351,20 @@ CHANCE_EARLY_STEP = 10  # not the first steps of a run, where every classifier s
 CHANCE_EARLY_STEP_VOCAB = 100  # a language model's warm-up takes longer to leave ln(vocab)
 
 
+CHANCE_EXACT = 0.001  # a loss frozen at one value: within 0.1% of ln(k) is ln(k)
+
+
+def frozen_at_chance(value: float) -> int | None:
+    """The class count k when a loss frozen at `value` is ln(k) itself (see `CHANCE_CLASSES`):
+    a uniform guess scores ln(k) on every batch, so identical losses there do not show that the
+    weights stopped changing, only that the output ignores the input."""
+    for k in CHANCE_CLASSES:
+        level = math.log(k)
+        if abs(value - level) <= CHANCE_EXACT * level:
+            return k
+    return None
+
+
 def chance(points: list[tuple[int, float]]) -> dict[str, Any] | None:
     """The loss sitting at ln(k) for a plausible class count k (see `CHANCE_CLASSES`) over the
     second half of the readings: the model still predicts a uniform guess. A healthy run starts
