@@ -174,7 +174,8 @@ class RankCompare:
                         "behind", low,
                         f"rank{'s' if len(low) > 1 else ''} {_fmt(low)} timed out in collective "
                         f"#{low_seq} while the others were already at "
-                        f"#{', #'.join(map(str, ahead))}: {'they' if len(low) > 1 else 'it'} fell behind",
+                        f"#{', #'.join(map(str, ahead))}: "
+                        f"{'they' if len(low) > 1 else 'it'} fell behind",
                         _ev(states, low + [st.rank for st in group if st.seq != low_seq][:1]),
                     ))
                     break
