@@ -27,6 +27,9 @@ _PG = re.compile(r"\[PG (?:ID )?(\d+)")
 # torchrun's per-rank prefix (--tee / TORCHELASTIC's log prefix): where a glued record begins
 _RECORD = re.compile(r"\[rank(\d+)\]:")
 _EVIDENCE_PER_RANK = 2
+# the most collectives a rank enqueues past one that has not finished (asynchronous launches,
+# FSDP's prefetch): ranks of one group that time out further apart are not compared
+SEQ_GAP_MAX = 8
 
 
 @dataclass
@@ -168,6 +171,11 @@ class RankCompare:
             for group in by_pg.values():
                 low_seq = min(st.seq or 0 for st in group)
                 low = sorted(st.rank for st in group if st.seq == low_seq)
+                # sequence numbers count per process group: ranks a few collectives apart wait
+                # in one group (the others enqueued the next ones); far apart, the lines more
+                # likely come from different groups (TP, DP) whose counters are unrelated
+                if max(st.seq or 0 for st in group) - low_seq > SEQ_GAP_MAX:
+                    continue
                 if len(low) < len(group):
                     ahead = sorted({st.seq or 0 for st in group if st.seq != low_seq})
                     out.append(RankVerdict(
