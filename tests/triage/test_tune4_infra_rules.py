@@ -8,26 +8,13 @@ real line it must leave alone.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from trainmedic.triage import triage_text
 from trainmedic.triage.rank_compare import RankCompare
 from trainmedic.triage.trends import WorldJoin
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-sys.path.insert(0, str(CORPUS))
-from corpus import read_case  # noqa: E402
-
-CASES = CORPUS / "cases"
-
-
-def excerpt(relative: str) -> str:
-    case = read_case(CASES / relative)
-    assert case.split == "tune"  # unit tests read tune cases only
-    return case.excerpt
+from .test_never_silent import excerpt  # a tune case's excerpt (tune cases only)
 
 
 def top(text: str) -> str | None:
@@ -143,3 +130,17 @@ def test_a_batch_size_assert_is_not_divisibility():
     # Nemo-RL's own assert line (tune-2 case) names a batch: the batch-size node's
     text = excerpt("startup/batch_size_dpo_data_dict_not_multiple_microbatch_nemo_rl_355.log")
     assert top(text) == "startup#batch-size"
+
+
+def test_sequence_numbers_far_apart_are_not_compared():
+    # rank 0 at #1516 (LlamaFactory #2902) and rank 1 at #10792 (YOLOv8 #2023): counters that
+    # far apart belong to different groups more likely than to one rank far behind
+    glued = excerpt("nccl-hang/ranks_disagree_seqnum_allreduce_llamafactory_2902.log")
+    line0 = next(ln for ln in glued.splitlines() if "SeqNum=1516" in ln)
+    line1 = next(ln for ln in excerpt("nccl-hang/broadcast_timeout_rank0_missing_yolov8_ul2023.log")
+                 .splitlines() if "SeqNum=10792" in ln)
+    rc = RankCompare()
+    rc.feed(line0.split("[rank1]:")[0], 0, ("a", 1))
+    rc.feed(line1, 1, ("b", 1))
+    assert {st.seq for st in rc.states.values()} == {1516, 10792}
+    assert all(v.kind != "behind" for v in rc.verdicts({0, 1}))
