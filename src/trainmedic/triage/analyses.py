@@ -20,7 +20,7 @@ LOSS_ANALYSES = ("loss-spike", "loss-nan", "grad-norm-explosion", "loss-scale-co
 RANK_ANALYSES = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
 # analyses of the whole log once it is read
 WHOLE_LOG = ("loss-plateau", "loss-chance", "step-time-creep", "data-wait", "lr-zero",
-             "ib-expected-missing")
+             "ib-expected-missing", "world-rank-duplicated", "world-partial")
 LR_ZERO_MIN = 3  # progress lines in a row printing the learning rate as 0 (one is a schedule's
 # first warm-up step or its last step)
 # what an analysis can conclude, for its signature's routes (`outcome:`)
@@ -148,6 +148,23 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
         return ("NCCL was told to use InfiniBand (an HCA list or IB enabled) but found no IB "
                 "device, and no rank uses IB: traffic between nodes goes over TCP sockets",
                 None, {}, lines)
+    if name == "world-rank-duplicated":
+        dup = scanner.world.duplicated()
+        if dup is None:
+            return None
+        ranks, lines = dup
+        return (f"global rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks[:8]))} "
+                f"{'were' if len(ranks) > 1 else 'was'} announced by more than one process and "
+                "the process group never formed: two nodes (or tasks) took the same ranks",
+                None, {"ranks": ranks}, lines)
+    if name == "world-partial":
+        part = scanner.world.partial()
+        if part is None or any(loss.count for loss, _evidence in scanner.loss.runs):
+            return None
+        seen, world, lines = part
+        return (f"only {seen} of {world} processes announced themselves and rank 0 never saw "
+                "the world complete: the others (often a whole node) never joined", None,
+                {"members": seen, "world": world}, lines)
     if name == "lr-zero":
         for loss, _evidence in scanner.loss.runs:
             if loss.lr_zero_tail < LR_ZERO_MIN:

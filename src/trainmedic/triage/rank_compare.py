@@ -4,7 +4,10 @@ From each rank's watchdog lines — `WorkNCCL(SeqNum=.., OpType=.., NumelIn=.., 
 `last enqueued [NCCL] work: E, last completed [NCCL] work: C` — build a per-rank view:
 ranks whose last completed collective is lower than the others' are behind; ranks that time
 out on the same sequence number with a different op type or size entered a different
-collective; ranks that have logs but never reported a timeout were busy elsewhere (or dead).
+collective; ranks that time out at different sequence numbers of one group disagree on where
+they are, and the ones at the lowest number are behind; ranks that have logs but never reported
+a timeout were busy elsewhere (or dead). A pasted log whose newlines were lost holds several
+ranks' records on one line (`[rank0]:[E...] ... [rank1]:[E...] ...`): each is read as its own.
 """
 
 from __future__ import annotations
@@ -15,13 +18,18 @@ from dataclasses import dataclass, field
 
 _WORK = re.compile(
     r"WorkNCCL\((?:SeqNum=(\d+), )?OpType=(\w+)(?:, NumelIn=(\d+), NumelOut=(\d+))?"
-    r"(?:, TensorShape=(\[[^\]]*\]))?.*?Timeout\(ms\)=(\d+)\)"
+    r"(?:, TensorShape=(\[[^\]]*\]))?(?:.*?Timeout\(ms\)=(\d+)\))?"
 )
 _PG_STATUS = re.compile(
     r"last enqueued (?:NCCL )?work: (-?\d+), last completed (?:NCCL )?work: (-?\d+)"
 )
 _PG = re.compile(r"\[PG (?:ID )?(\d+)")
+# torchrun's per-rank prefix (--tee / TORCHELASTIC's log prefix): where a glued record begins
+_RECORD = re.compile(r"\[rank(\d+)\]:")
 _EVIDENCE_PER_RANK = 2
+# the most collectives a rank enqueues past one that has not finished (asynchronous launches,
+# FSDP's prefetch): ranks of one group that time out further apart are not compared
+SEQ_GAP_MAX = 8
 
 
 @dataclass
@@ -60,6 +68,15 @@ class RankCompare:
         self.ranks_seen: set[int] = set()  # every rank that printed anything we read
 
     def feed(self, text: str, rank: int | None, where: tuple[str, int]) -> bool:
+        records = list(_RECORD.finditer(text))
+        if len(records) > 1:  # several ranks' records glued into one line
+            ends = [m.start() for m in records[1:]] + [len(text)]
+            read = [self._feed_one(text[m.start():end], int(m.group(1)), where)
+                    for m, end in zip(records, ends, strict=True)]
+            return any(read)
+        return self._feed_one(text, rank, where)
+
+    def _feed_one(self, text: str, rank: int | None, where: tuple[str, int]) -> bool:
         if rank is None:
             return False
         if "WorkNCCL(" in text and "Watchdog caught" in text:
@@ -74,7 +91,9 @@ class RankCompare:
                 st.numel = int(n_in) if n_in else None
                 if st.numel is None and shape:
                     st.op = f"{op}{shape}"
-                st.timeout_ms = int(ms)
+                st.timeout_ms = int(ms) if ms else None  # a cut line may end before it
+                pg = _PG.search(text)
+                st.pg = pg.group(1) if pg else st.pg
                 self._evidence(st, where, text)
             return True
         if "last enqueued" in text:
@@ -85,7 +104,7 @@ class RankCompare:
             if st.last_completed is None:
                 st.last_enqueued, st.last_completed = int(m.group(1)), int(m.group(2))
                 pg = _PG.search(text)
-                st.pg = pg.group(1) if pg else None
+                st.pg = pg.group(1) if pg else st.pg
                 self._evidence(st, where, text)
             return True
         return False
@@ -138,8 +157,43 @@ class RankCompare:
                     f"rank{'s' if len(low) > 1 else ''} {_fmt(low)} fell behind",
                     _ev(states, low),
                 ))
-        # 3. Silent: ranks we saw (files, prefixes) that never reported the timeout.
+        # 2b. Behind: in one process group, ranks time out at different sequence numbers; those
+        # at the lowest one never got past a collective the others finished.
+        if not any(v.kind == "behind" for v in out):
+            # a rank whose lines do not name the group (older PyTorch, a cut line) counts as in
+            # the one group the others name; with several named groups it is left out
+            timed = [st for st in states if st.seq is not None]
+            named = {st.pg for st in timed if st.pg is not None}
+            by_pg: dict[str | None, list[RankState]] = {}
+            for st in timed:
+                if len(named) <= 1 or st.pg is not None:
+                    by_pg.setdefault(st.pg if len(named) > 1 else None, []).append(st)
+            for group in by_pg.values():
+                low_seq = min(st.seq or 0 for st in group)
+                low = sorted(st.rank for st in group if st.seq == low_seq)
+                # sequence numbers count per process group: ranks a few collectives apart wait
+                # in one group (the others enqueued the next ones); far apart, the lines more
+                # likely come from different groups (TP, DP) whose counters are unrelated
+                if max(st.seq or 0 for st in group) - low_seq > SEQ_GAP_MAX:
+                    continue
+                if len(low) < len(group):
+                    ahead = sorted({st.seq or 0 for st in group if st.seq != low_seq})
+                    out.append(RankVerdict(
+                        "behind", low,
+                        f"rank{'s' if len(low) > 1 else ''} {_fmt(low)} timed out in collective "
+                        f"#{low_seq} while the others were already at "
+                        f"#{', #'.join(map(str, ahead))}: "
+                        f"{'they' if len(low) > 1 else 'it'} fell behind",
+                        _ev(states, low + [st.rank for st in group if st.seq != low_seq][:1]),
+                    ))
+                    break
+        # 3. Silent: ranks we saw (files, prefixes) that never reported the timeout. Ranks are
+        # numbered from 0: when ranks 1..k all timed out and rank 0 printed nothing at all, it is
+        # the one that was elsewhere (rank 0 alone saving, evaluating or logging).
         silent = sorted(known_ranks - set(self.states) - set(stuck))
+        if (not silent and 0 not in known_ranks and 0 not in stuck and len(self.states) >= 2
+                and sorted(self.states) == list(range(1, len(self.states) + 1))):
+            silent = [0]
         if silent and len(self.states) >= 1:
             out.append(RankVerdict(
                 "silent", silent,

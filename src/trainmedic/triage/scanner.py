@@ -149,7 +149,7 @@ class Scanner:
         # Needles that make a line worth Python's time: signatures, the words routes look for
         # above a match, errors no signature knows, the launcher's summary, progress lines.
         watch = {*sig_needles, *self._near, *unmatched.NEEDLES, *launcher.NEEDLES,
-                 *trends.NEEDLES, *trends.IB_NEEDLES}
+                 *trends.NEEDLES, *trends.IB_NEEDLES, *trends.WORLD_NEEDLES}
         self.needles = _minimal(watch | set(SERIES_NEEDLES))
         # Megatron-style logs: the loss package reads the iteration lines in blocks, so the
         # prefilter looks for everything but the progress lines
@@ -176,6 +176,7 @@ class Scanner:
         self._launcher_needles = frozenset(launcher.NEEDLES)
         self._trend_needles = frozenset(trends.NEEDLES)
         self._ib_needles = frozenset(trends.IB_NEEDLES)
+        self._world_needles = frozenset(trends.WORLD_NEEDLES)
         self.use_grep = use_grep
         self.hits: dict[tuple[str, str, str | None], Hit] = {}
         # what the user said they saw (`--symptom`), set before the findings are built: a hook
@@ -187,6 +188,7 @@ class Scanner:
         self.errors = unmatched.ErrorTracker()
         self.steptimes = trends.StepTimes()  # one series: the first source that prints one
         self.ib = trends.IbExpected()
+        self.world = trends.WorldJoin()  # Lightning's DDP set-up: who joined
         self.known_ranks: set[int] = set()
         self.hosts: set[str] = set()
         self.candidate_lines = 0
@@ -469,6 +471,8 @@ class Scanner:
             self.launcher.feed(text, source.name, lineno)
         if found and not self._ib_needles.isdisjoint(found):
             self.ib.feed(text, source.name, lineno)
+        if found and not self._world_needles.isdisjoint(found):
+            self.world.feed(text, source.name, lineno)
         if found and not self._trend_needles.isdisjoint(found) and (
                 self.steptimes.first is None or self.steptimes.first[0] == source.name):
             self.steptimes.feed(text, source.name, lineno)

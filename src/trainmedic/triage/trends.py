@@ -559,3 +559,54 @@ def not_learning_hint(lines: list[tuple[int, str]]) -> TailHint | None:
         return None
     return TailHint("lr-too-small", f"the learning rate is printed as 0 on the last "
                     f"{loss.lr_zero_tail} progress lines", read[-3:])
+
+
+# PyTorch Lightning's DDP set-up: every process prints "Initializing distributed: GLOBAL_RANK: g,
+# MEMBER: g+1/W" (Lightning 1.0: "initializing ddp: ...") right before init_process_group, and
+# rank 0 prints "All distributed processes registered. Starting with W processes" (1.0: "All DDP
+# processes registered. Starting ddp with W processes") once the whole world joined.
+WORLD_NEEDLES = ("GLOBAL_RANK: ", "processes registered")
+_WORLD_MEMBER = re.compile(
+    r"(?:[Ii]nitializing ddp|Initializing distributed): GLOBAL_RANK: (\d+), MEMBER: \d+/(\d+)")
+
+
+@dataclass
+class WorldJoin:
+    """Which global ranks announced themselves before the process group formed, and whether
+    it formed: two processes claiming one global rank (node ranks or task counts that repeat),
+    or rank 0 waiting on a world part of which never came."""
+
+    members: dict[int, list[tuple[str, int, str]]] = field(default_factory=dict)
+    world: int | None = None
+    registered: bool = False
+
+    def feed(self, text: str, file: str, lineno: int) -> None:
+        if "processes registered" in text:
+            self.registered = True
+            return
+        m = _WORLD_MEMBER.search(text)
+        if m is None or len(self.members) >= 4096:
+            return
+        world = int(m.group(2))
+        if self.world is not None and world != self.world:
+            return  # another run's announcement in the same log
+        self.world = world
+        self.members.setdefault(int(m.group(1)), []).append((file, lineno, text.strip()[:500]))
+
+    def duplicated(self) -> tuple[list[int], list[tuple[str, int, str]]] | None:
+        """Global ranks announced by more than one process, while the world never formed."""
+        if self.registered:
+            return None
+        twice = sorted(r for r, seen in self.members.items() if len(seen) > 1)
+        if not twice:
+            return None
+        return twice, [line for r in twice[:2] for line in self.members[r][:2]]
+
+    def partial(self) -> tuple[int, int, list[tuple[str, int, str]]] | None:
+        """(members seen, world size, lines) when rank 0 announced itself but the log holds
+        fewer members than the world and rank 0 never saw the world complete."""
+        if self.registered or self.world is None or 0 not in self.members:
+            return None
+        if len(self.members) >= self.world or self.duplicated() is not None:
+            return None
+        return len(self.members), self.world, self.members[0][:1]
