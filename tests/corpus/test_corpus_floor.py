@@ -62,19 +62,32 @@ HELD_BATCH3_TREE, HELD_BATCH3_NODE = 0.88, 0.84
 # 73/87, 50/79, 0 false alarms; after the tuning round on batch 3, 73/87, 51/79. Nobody has
 # tuned on it (one signature title was reworded when this test's batch-4 ratchet failed) until
 # it was opened for a tuning round (group `tune-4`), batch 5 taking its place as the blind
-# measure.
-HELD_BATCH4_TREE, HELD_BATCH4_NODE = 0.83, 0.64
+# measure. Its two tuning rounds (node precision, following the trees' own questions; 3 labels
+# moved to the node the tree routes the message to) took it from 74/87, 55/79 (the learned words
+# relearned with it) to 83/87, 74/80, and moved the blind groups by -1 node each.
+HELD_BATCH4_TREE, HELD_BATCH4_NODE = 0.95, 0.92
+# Batch 5 (91 incidents, 12 healthy logs after review; a second blind labeller agrees with the
+# first on 86/91 trees and 82/91 nodes) was collected and reviewed blind, and run once on the
+# code of the stop before (62/91 tree, 49/91 node, one false alarm: NCCL's socket fall-back on a
+# healthy single-GPU run). Two fixes it showed (that false alarm; a log whose only error is a
+# logger's ERROR line was called clean) and this stop's tuning rounds on batch 4: 64/91, 49/91,
+# 0 false alarms (with the reported symptom 69/91, 49/91). Nobody has tuned on it.
+HELD_BATCH5_TREE, HELD_BATCH5_NODE = 0.70, 0.53
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
 # were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
 # the end (see the benchmark's second table). Ratchets: they can only rise.
 HELD_SAID_TUNE_TREE, HELD_SAID_TUNE_NODE = 0.97, 0.95
 # batch-1 holdout 70/87 tree, 60/86 node (log only 66/87, 59/86); batch 2 94/103, 91/103
 # (log only 91/103, 89/103); batch 3 91/101, 84/100 (log only 89/101, 84/100); batch 4
-# 76/87, 51/79 (log only 73/87, 51/79)
-HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.80, 0.69
+# 76/87, 51/79 (log only 73/87, 51/79). The batch-1 holdout's node level with the symptom went
+# from 60/86 to 59/86 when Megatron's "found NaN in local grad norm" check moved from
+# loss-spike#nan-source to the nan-loss question it leads to (the message does not say when the
+# NaN began; decided on tune cases, and two tune labels already said nan-loss): 0.69 -> 0.68.
+HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.80, 0.68
 HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE = 0.91, 0.88
 HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE = 0.90, 0.84
-HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE = 0.87, 0.64
+HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE = 0.98, 0.92
+HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE = 0.75, 0.53
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
 
@@ -165,6 +178,7 @@ def test_tune_split_holds_its_level(splits):
     ("tune-2", HELD_BATCH2_TREE, HELD_BATCH2_NODE),
     ("tune-3", HELD_BATCH3_TREE, HELD_BATCH3_NODE),
     ("tune-4", HELD_BATCH4_TREE, HELD_BATCH4_NODE),
+    ("holdout-5", HELD_BATCH5_TREE, HELD_BATCH5_NODE),
 ])
 def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
                                                                         node):
@@ -188,6 +202,7 @@ def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
     ("tune-2", HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE),
     ("tune-3", HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE),
     ("tune-4", HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE),
+    ("holdout-5", HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE),
 ])
 def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
                                                                        tree, node):
@@ -199,10 +214,10 @@ def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, spl
 
 
 def test_later_blind_batches_stay_silent_on_healthy_logs(splits, said):
-    """holdout-5 and after: counted, never tuned on; no level yet, but no false alarm."""
-    later = sorted(g for g in splits if g.startswith("holdout-"))
+    """holdout-6 and after: counted, never tuned on; no level yet, but no false alarm."""
+    later = sorted(g for g in splits if g.startswith("holdout-") and g != "holdout-5")
     if not later:
-        pytest.skip("no fifth blind batch in the corpus yet")
+        pytest.skip("no sixth blind batch in the corpus yet")
     for group in later:
         assert splits[group].false_alarms == 0, (group, _summary(splits[group]))
         assert said[group].false_alarms == 0, (group, _summary(said[group]))
