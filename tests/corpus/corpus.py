@@ -6,8 +6,8 @@ lines starting with `# source: URL`, a `# ---` line, then the excerpt verbatim. 
 `split` is `tune` (signatures may be tuned on it) or `holdout` (never read while tuning).
 `batch: 2` and `batch: 3` mark cases collected after the first signatures were written (all held
 out): each batch was run blind once, then reported apart (`group`), as the fairest measure of
-unseen logs; batches 2, 3 and 4 were opened for tuning after that (`OPENED`: groups `tune-2`,
-`tune-3`, `tune-4`).
+unseen logs; batches 2 to 5 were opened for tuning after that (`OPENED`: groups `tune-2` to
+`tune-5`).
 `reported` is what the thread's author said they saw, in the words of the triage entry question
 (`REPORTED`), taken from the thread's title only (the corpus keeps no opening post), never from
 the excerpt or the expected node; held-out cases were labelled from an opaque id and the title
@@ -40,7 +40,10 @@ BATCHES = ("1", "2", "3", "4", "5", "6")
 # Batch 4 was run blind at 73/87 tree, 51/79 node on the code that opened batch 3, then opened
 # for a round on the node-level of its cause findings (group `tune-4`) once batch 5, the next
 # blind measure, was being collected.
-OPENED = ("2", "3", "4")
+# Batch 5 was run blind at 62/91 tree, 49/91 node on the code before it (64/91, 49/91 after two
+# fixes it showed and the rounds on batch 4), then opened the same way (group `tune-5`) while
+# batch 6 was collected.
+OPENED = ("2", "3", "4", "5")
 # What a user can tell triage they saw (the triage tree's first question), `unknown` if unsaid.
 REPORTED = ("hang", "crash", "slow", "diverged", "not-learning", "unknown")
 _HEADER = re.compile(r"^# ([a-z-]+): ?(.*)$")

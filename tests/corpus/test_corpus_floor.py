@@ -71,7 +71,8 @@ HELD_BATCH4_TREE, HELD_BATCH4_NODE = 0.95, 0.92
 # code of the stop before (62/91 tree, 49/91 node, one false alarm: NCCL's socket fall-back on a
 # healthy single-GPU run). Two fixes it showed (that false alarm; a log whose only error is a
 # logger's ERROR line was called clean) and this stop's tuning rounds on batch 4: 64/91, 49/91,
-# 0 false alarms (with the reported symptom 69/91, 49/91). Nobody has tuned on it.
+# 0 false alarms (with the reported symptom 69/91, 49/91). It was then opened for a tuning round
+# (group `tune-5`), batch 6 taking its place as the blind measure.
 HELD_BATCH5_TREE, HELD_BATCH5_NODE = 0.70, 0.53
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
 # were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
@@ -178,7 +179,7 @@ def test_tune_split_holds_its_level(splits):
     ("tune-2", HELD_BATCH2_TREE, HELD_BATCH2_NODE),
     ("tune-3", HELD_BATCH3_TREE, HELD_BATCH3_NODE),
     ("tune-4", HELD_BATCH4_TREE, HELD_BATCH4_NODE),
-    ("holdout-5", HELD_BATCH5_TREE, HELD_BATCH5_NODE),
+    ("tune-5", HELD_BATCH5_TREE, HELD_BATCH5_NODE),
 ])
 def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
                                                                         node):
@@ -202,7 +203,7 @@ def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
     ("tune-2", HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE),
     ("tune-3", HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE),
     ("tune-4", HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE),
-    ("holdout-5", HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE),
+    ("tune-5", HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE),
 ])
 def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
                                                                        tree, node):
@@ -215,7 +216,7 @@ def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, spl
 
 def test_later_blind_batches_stay_silent_on_healthy_logs(splits, said):
     """holdout-6 and after: counted, never tuned on; no level yet, but no false alarm."""
-    later = sorted(g for g in splits if g.startswith("holdout-") and g != "holdout-5")
+    later = sorted(g for g in splits if g.startswith("holdout-"))
     if not later:
         pytest.skip("no sixth blind batch in the corpus yet")
     for group in later:
