@@ -14,7 +14,7 @@ turns into a failure (strict) the day it passes, so its mark is removed then.
 With the reported symptom (`triage --symptom`, each case's `reported:` from its thread title;
 `unknown` runs log-only, healthy logs always do) the tune and batch-1 holdout groups hold their
 own levels, apart from the log-only floors above, which they never replace. A later blind batch
-(`holdout-5`, ...) is reported and must stay silent on its healthy logs until it has a level.
+(`holdout-6`, ...) is reported and must stay silent on its healthy logs until it has a level.
 """
 
 from __future__ import annotations
