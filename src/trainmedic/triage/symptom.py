@@ -56,7 +56,9 @@ SYMPTOMS: dict[str, Symptom] = {s.name: s for s in (
                        "containers", "data-pipeline", "preflight"})),
     Symptom("slow", "training runs too slowly", "slow-training", "measure-timers",
             frozenset({"slow-training", "multi-node", "containers", "data-pipeline", "hardware",
-                       "compile"})),
+                       "compile"}),
+            # the slow-training tree's answer for GPUs that talk through the CPU leads there
+            frozenset({"nccl-hang#topology"})),
     Symptom("diverged", "the loss exploded or became NaN/inf", "loss-spike", None,
             frozenset({"loss-spike", "convergence"})),
     Symptom("not-learning", "the loss does not improve", "convergence",
