@@ -66,10 +66,9 @@ SYMPTOMS: dict[str, Symptom] = {s.name: s for s in (
 )}
 NAMES = tuple(SYMPTOMS)
 
-# the last lines of a run that had finished training (a hang after it is an exit hang)
-# the run's own end: words that say so, HF Trainer's final metrics, and the summaries loggers
-# print only when the run closes (wandb.finish()'s "Run history:"/"Run summary:", Lightning's
-# "`Trainer.fit` stopped")
+# the last lines of a run that had finished training (a hang after it is an exit hang): words
+# that say so, HF Trainer's final metrics, and the summaries loggers print only when the run
+# closes (wandb.finish()'s "Run history:"/"Run summary:", Lightning's "`Trainer.fit` stopped")
 _FINISHED = re.compile(
     r"\blast epoch\b|\btrain(?:ing)? (?:has |is )?(?:finished|completed?|done|ended)\b"
     r"|\bfinished training\b|'train_runtime'|\btrain_runtime\b"
