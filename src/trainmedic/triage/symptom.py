@@ -56,7 +56,9 @@ SYMPTOMS: dict[str, Symptom] = {s.name: s for s in (
                        "containers", "data-pipeline", "preflight"})),
     Symptom("slow", "training runs too slowly", "slow-training", "measure-timers",
             frozenset({"slow-training", "multi-node", "containers", "data-pipeline", "hardware",
-                       "compile"})),
+                       "compile"}),
+            # the slow-training tree's answer for GPUs that talk through the CPU leads there
+            frozenset({"nccl-hang#topology"})),
     Symptom("diverged", "the loss exploded or became NaN/inf", "loss-spike", None,
             frozenset({"loss-spike", "convergence"})),
     Symptom("not-learning", "the loss does not improve", "convergence",
@@ -64,10 +66,13 @@ SYMPTOMS: dict[str, Symptom] = {s.name: s for s in (
 )}
 NAMES = tuple(SYMPTOMS)
 
-# the last lines of a run that had finished training (a hang after it is an exit hang)
+# the last lines of a run that had finished training (a hang after it is an exit hang): words
+# that say so, HF Trainer's final metrics, and the summaries loggers print only when the run
+# closes (wandb.finish()'s "Run history:"/"Run summary:", Lightning's "`Trainer.fit` stopped")
 _FINISHED = re.compile(
     r"\blast epoch\b|\btrain(?:ing)? (?:has |is )?(?:finished|completed?|done|ended)\b"
-    r"|\bfinished training\b|'train_runtime'|\btrain_runtime\b", re.IGNORECASE)
+    r"|\bfinished training\b|'train_runtime'|\btrain_runtime\b"
+    r"|^wandb: Run (?:history|summary):|`Trainer\.fit` stopped", re.IGNORECASE)
 _NCCL_SETUP = re.compile(r"NCCL INFO|NCCL version")
 _NAN_VALUE = re.compile(r"(?:^|[\s:=,|])[-+]?(?:nan|inf)(?:$|[\s,|])", re.IGNORECASE)
 
