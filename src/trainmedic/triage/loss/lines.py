@@ -18,6 +18,9 @@ Formats (detected from content, each line on its own):
   `02000 iter, average time 0.63, loss 1.2` lines;
 - torchvision's reference scripts (`Epoch: [E]  [ i/n]  eta: ...  lr: X  loss: Y (avg)`) and
   one line per epoch (`Epoch: 3, Loss: 2.30`, `Epoch 85/300: 100%|...| ..., Loss 6.27, ...`);
+- fairseq's progress lines, the 2017 form (`| epoch 001  1000 / 331737 loss=9.57 (10.94), ...,
+  gnorm=2.0540`) and the later one (`epoch 001:   3615 / 6547 loss=0.439, ..., num_updates=3600,
+  ..., gnorm=3.952, ...`), with the gradient norm;
 - Keras `fit` (`Epoch 2/100` then `89595/89595 [=====] - 8s - loss: 5.7257 - acc: 0.6448`);
 - Chainer's and pytorch-pfn-extras' PrintReport tables (`epoch  main/loss  ...` then rows of
   numbers, read again by the scanner since no needle finds a row).
@@ -81,6 +84,10 @@ _DLLL = re.compile(r"DLLL (\{.*\})\s*$")
 # torchvision's MetricLogger in the reference training scripts
 _TV_EPOCH = re.compile(r"^\s*Epoch: \[(\d+)\]\s+\[\s*(\d+)/(\d+)\]")
 _TV_LR = re.compile(r"(?<![\w.])lr: (" + NUM + r")")
+# fairseq: the batch within the epoch; the global step is `num_updates` where printed
+_FAIRSEQ = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+) loss=(" + NUM + r")")
+_FAIRSEQ_GRAD = re.compile(r"\bgnorm=(" + NUM + r")")
+_FAIRSEQ_UPDATES = re.compile(r"\bnum_updates=(\d+)")
 _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/\d+\s*$")
 _KERAS_BAR = re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - .*? - loss: (" + NUM + r")(?![\w.])")
 # a step line of a hand-written loop: `Epoch 1, Step 3, Loss: 0.9670` (the step counts within
@@ -300,6 +307,11 @@ class LineReader:
             if m and self._openmmlab("mmengine", int(m.group(2)) if m.group(2) else None,
                                      int(m.group(3)), int(m.group(4)), text, where):
                 return True
+        if " loss=" in text and "epoch " in text:
+            m = _FAIRSEQ.search(text)
+            if m:
+                self._fairseq(m, text, where)
+                return True
         found = plain_step_loss(text)
         if found:
             self._fmt("plain", lineno)
@@ -355,6 +367,16 @@ class LineReader:
         self.table_rows += 1
         self.s.point(int(cells[step_col]), loss, where=(self.source, lineno, text))
         return True
+
+    def _fairseq(self, m: re.Match[str], text: str, where: Where) -> None:
+        """A fairseq progress line: loss and gradient norm at the update it names."""
+        self._fmt("fairseq", where[1])
+        updates = _FAIRSEQ_UPDATES.search(text)
+        epoch, i, n = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        step = int(updates.group(1)) if updates else (epoch - 1) * n + i
+        g = _FAIRSEQ_GRAD.search(text)
+        self.s.point(step, float(m.group(4)), grad=parse_float(g.group(1)) if g else None,
+                     where=where)
 
     def _openmmlab(self, fmt: str, epoch: int | None, i: int, n: int, text: str,
                    where: Where) -> bool:
