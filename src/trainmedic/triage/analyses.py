@@ -25,7 +25,8 @@ LR_ZERO_MIN = 3  # progress lines in a row printing the learning rate as 0 (one 
 # first warm-up step or its last step)
 # what an analysis can conclude, for its signature's routes (`outcome:`)
 OUTCOMES: dict[str, frozenset[str]] = {
-    "loss-nan": frozenset({"sudden", "runaway", "exploded"}), "loss-plateau": frozenset({"identical"}),
+    "loss-nan": frozenset({"sudden", "runaway", "exploded"}),
+    "loss-plateau": frozenset({"identical"}),
     "lr-zero": frozenset({"grad-zero"}), "loss-spike": frozenset({"recovered"}),
 }
 
