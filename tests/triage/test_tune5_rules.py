@@ -8,9 +8,6 @@ case's first line).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
 from trainmedic.trees.forest import load_forest
@@ -18,17 +15,7 @@ from trainmedic.triage import triage_text
 from trainmedic.triage.loss.detect import SeriesAnalyzer
 from trainmedic.triage.loss.lines import LineReader
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-sys.path.insert(0, str(CORPUS))
-from corpus import read_case  # noqa: E402
-
-CASES = CORPUS / "cases"
-
-
-def excerpt(relative: str) -> str:
-    case = read_case(CASES / relative)
-    assert case.split == "tune"  # unit tests read tune cases only
-    return case.excerpt
+from .test_never_silent import excerpt  # a tune case's excerpt (tune cases only)
 
 
 def top(text: str) -> str | None:
