@@ -25,7 +25,8 @@ LR_ZERO_MIN = 3  # progress lines in a row printing the learning rate as 0 (one 
 # first warm-up step or its last step)
 # what an analysis can conclude, for its signature's routes (`outcome:`)
 OUTCOMES: dict[str, frozenset[str]] = {
-    "loss-nan": frozenset({"sudden", "runaway"}), "loss-plateau": frozenset({"identical"}),
+    "loss-nan": frozenset({"sudden", "runaway", "exploded"}),
+    "loss-plateau": frozenset({"identical"}),
     "lr-zero": frozenset({"grad-zero"}), "loss-spike": frozenset({"recovered"}),
 }
 
@@ -48,6 +49,8 @@ def loss_outcome(name: str, loss: LossAnalysis) -> str | None:
       the NaN was born;
     - `runaway`: the grad norm is not logged, but the loss itself ran away before the NaN (its
       size grew tenfold, rising at each of the last points): what exploding updates look like;
+    - `exploded`: the logged grad norm exploded (far above its own history) at one of the last
+      finite readings before the NaN: the tree's "jumped by 10x or more right before the NaN";
     - None: the log does not print the grad norm, so the question stays open.
     For a loss spike: `recovered` when one logged point stood out and the next was back at the
     level (one bad step the run shrugged off: nothing to roll back, the tree's question is what
@@ -61,6 +64,8 @@ def loss_outcome(name: str, loss: LossAnalysis) -> str | None:
     nan_seen = loss.nan_count or loss.missing_loss_steps or loss.grad_norm_nan_count
     if nan_seen and _at_first_steps(loss):
         return "sudden"
+    if nan_seen and loss.grad_exploded_before_nan and not loss.loss_scale_collapsed:
+        return "exploded"
     if not nan_seen or loss.count < 2 or loss.grad_explosions or loss.loss_scale_collapsed:
         return None
     stays = (loss.last_loss is not None and loss.last_loss != loss.last_loss) or (

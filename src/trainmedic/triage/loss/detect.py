@@ -61,6 +61,9 @@ SHORT_LOSS_RATIO, SHORT_LOSS_RISE, SHORT_LOSS_AFTER = 3.0, 1.0, 3
 SHORT_LOSS_LATE, SHORT_LOSS_AFTER_LATE = 100, 2
 BURST_OVERFLOWS = 3  # halvings of the scale within BURST_STEPS steps after start-up
 BURST_STEPS = 50
+# a NaN whose last finite grad norms (at most this many after an explosion) include an explosion
+# followed it: the tree's "the grad norm jumped by 10x or more right before the NaN"
+NAN_AFTER_EXPLOSION = 2
 MAX_EVIDENCE = 5
 
 Where = tuple[str, int, str]  # file, line number, line text
@@ -202,6 +205,7 @@ class SeriesAnalyzer:
         self._burst: ScaleEvent | None = None
         self._first_scale: tuple[int, float] | None = None
         self._descent_count = 0
+        self._grad_since_explosion: int | None = None  # finite grad norms since the last one
         self.evidence: dict[str, list[Where]] = {}
         self.finished = False
 
@@ -265,6 +269,8 @@ class SeriesAnalyzer:
         if bad:
             if a.finite_before_nan is None:
                 a.finite_before_nan = self._finite
+                since = self._grad_since_explosion
+                a.grad_exploded_before_nan = since is not None and since <= NAN_AFTER_EXPLOSION
             self._nan_point(step, bad, iters, exact, where)
             if loss is not None and loss == 0.0 and grad is not None and not math.isfinite(grad):
                 a.last_zero_loss_with_nan_grad = True
@@ -350,11 +356,14 @@ class SeriesAnalyzer:
         short = _short_jump(det.win, g, SHORT_GRAD_RATIO, SHORT_GRAD_MIN) or _short_jump(
             det.win, g, SHORT_GRAD_RATIO_AFTER, SHORT_GRAD_MIN, SHORT_GRAD_AFTER)
         if short or (len(det.win) >= MIN_HISTORY and det.outlier(g)):
+            self._grad_since_explosion = 0
             if len(self.a.grad_explosions) < MAX_EVENTS:
                 self.a.grad_explosions.append(GradExplosion(
                     step, g, max(det.win) if short else det.level, *_fl(where)))
                 self._ev("grad-norm-explosion", where)
             return
+        if self._grad_since_explosion is not None:
+            self._grad_since_explosion += 1
         det.add(g)
 
     def _nan_point(self, step: int, what: str, iters: int, exact: bool,
@@ -523,6 +532,8 @@ class SeriesAnalyzer:
             loss_det.refresh()
         if g is not None:
             a.grad_finite += n
+            if self._grad_since_explosion is not None:
+                self._grad_since_explosion += n
             self._grad.win.extend(g)
             self._grad.stale += n
             if self._grad.stale >= REFRESH:

@@ -18,6 +18,13 @@ Formats (detected from content, each line on its own):
   `02000 iter, average time 0.63, loss 1.2` lines;
 - torchvision's reference scripts (`Epoch: [E]  [ i/n]  eta: ...  lr: X  loss: Y (avg)`) and
   one line per epoch (`Epoch: 3, Loss: 2.30`, `Epoch 85/300: 100%|...| ..., Loss 6.27, ...`);
+- fairseq's progress lines, the 2017 form (`| epoch 001  1000 / 331737 loss=9.57 (10.94), ...,
+  gnorm=2.0540`) and the later one (`epoch 001:   3615 / 6547 loss=0.439, ..., num_updates=3600,
+  ..., gnorm=3.952, ...`), with the gradient norm;
+- Ultralytics YOLO (v5, v7's fork, v8 and later) epoch rows under their column header
+  (`Epoch  gpu_mem  box  obj  cls  total  labels  img_size`, `Epoch  GPU_mem  box_loss ...
+  Instances  Size`): `41/299  65.1G  nan  0.01516  0  nan  1869  320: 100%|...`, the loss
+  columns between the GPU memory and the last two counts, NaN if any of them is;
 - Keras `fit` (`Epoch 2/100` then `89595/89595 [=====] - 8s - loss: 5.7257 - acc: 0.6448`);
 - Chainer's and pytorch-pfn-extras' PrintReport tables (`epoch  main/loss  ...` then rows of
   numbers, read again by the scanner since no needle finds a row).
@@ -81,6 +88,13 @@ _DLLL = re.compile(r"DLLL (\{.*\})\s*$")
 # torchvision's MetricLogger in the reference training scripts
 _TV_EPOCH = re.compile(r"^\s*Epoch: \[(\d+)\]\s+\[\s*(\d+)/(\d+)\]")
 _TV_LR = re.compile(r"(?<![\w.])lr: (" + NUM + r")")
+# fairseq: the batch within the epoch; the global step is `num_updates` where printed
+_FAIRSEQ = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+) loss=(" + NUM + r")")
+_FAIRSEQ_GRAD = re.compile(r"\bgnorm=(" + NUM + r")")
+_FAIRSEQ_UPDATES = re.compile(r"\bnum_updates=(\d+)")
+# Ultralytics YOLO rows: epoch/epochs, GPU memory in G, the loss columns, the label (instance)
+# count and the image size, then the tqdm bar (one start: anchored, and no gap crosses a colon)
+_YOLO = re.compile(r"^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s+([^:|]*):\s*\d+%\|")
 _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/\d+\s*$")
 _KERAS_BAR = re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - .*? - loss: (" + NUM + r")(?![\w.])")
 # a step line of a hand-written loop: `Epoch 1, Step 3, Loss: 0.9670` (the step counts within
@@ -238,6 +252,8 @@ class LineReader:
             return True
         if (" - loss: " in text or text.startswith("Epoch ")) and self._keras(text, where):
             return True
+        if "G " in text and "%|" in text and self._yolo(text, where):
+            return True
         if "|" in text and "/" in text and "[" in text:
             m = _TQDM.search(text)
             if m:
@@ -300,6 +316,11 @@ class LineReader:
             if m and self._openmmlab("mmengine", int(m.group(2)) if m.group(2) else None,
                                      int(m.group(3)), int(m.group(4)), text, where):
                 return True
+        if " loss=" in text and "epoch " in text:
+            m = _FAIRSEQ.search(text)
+            if m:
+                self._fairseq(m, text, where)
+                return True
         found = plain_step_loss(text)
         if found:
             self._fmt("plain", lineno)
@@ -354,6 +375,33 @@ class LineReader:
         self._fmt("chainer", lineno)
         self.table_rows += 1
         self.s.point(int(cells[step_col]), loss, where=(self.source, lineno, text))
+        return True
+
+    def _fairseq(self, m: re.Match[str], text: str, where: Where) -> None:
+        """A fairseq progress line: loss and gradient norm at the update it names."""
+        self._fmt("fairseq", where[1])
+        updates = _FAIRSEQ_UPDATES.search(text)
+        epoch, i, n = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        step = int(updates.group(1)) if updates else (epoch - 1) * n + i
+        g = _FAIRSEQ_GRAD.search(text)
+        self.s.point(step, float(m.group(4)), grad=parse_float(g.group(1)) if g else None,
+                     where=where)
+
+    def _yolo(self, text: str, where: Where) -> bool:
+        """An Ultralytics YOLO epoch row: the sum of its loss columns at the epoch (v7 prints
+        their total as one more column: the sum doubles, the series keeps its shape)."""
+        m = _YOLO.match(text)
+        if m is None:
+            return False
+        cells = m.group(3).split()
+        losses = [parse_float(c) for c in cells[:-2]]
+        if not 2 <= len(losses) <= 5 or not all(c.isdigit() for c in cells[-2:]):
+            return False
+        values = [v for v in losses if v is not None]
+        if len(values) != len(losses):
+            return False
+        self._fmt("yolo", where[1])
+        self.s.point(int(m.group(1)), sum(values), where=where)
         return True
 
     def _openmmlab(self, fmt: str, epoch: int | None, i: int, n: int, text: str,

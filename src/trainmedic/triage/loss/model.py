@@ -262,6 +262,9 @@ class LossAnalysis:
     # can say what the grad norm did before a NaN (internal to the loss-nan outcome, not reported)
     grad_finite: int = 0
     finite_before_nan: int | None = None
+    # a grad-norm explosion among the last finite grad norms before the first NaN (internal to
+    # the loss-nan outcome, not reported)
+    grad_exploded_before_nan: bool = False
     # the only NaN was the grad norm of the first logged point, finite after it and the loss
     # never NaN: an fp16 scaler's first overflow (that step was skipped), not a NaN event
     startup_grad_overflow: bool = False
