@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from trainmedic.safefile import TEMP_SUFFIX, read_bounded
 from trainmedic.state import walks_dir, write_json_atomic
 from trainmedic.textsafe import inert_deep, inert_line
+from trainmedic.trees.moved import current_ref
 
 if TYPE_CHECKING:
     from trainmedic.probes.base import ProbeContext, ProbeResult
@@ -74,8 +75,9 @@ class StepRecord:
             raise ValueError(f"answer {answer!r} of {node} is not a number")
         suggested = data.get("suggested")
         evidence = data.get("evidence")
-        return cls(node=node, question=str(data.get("question") or ""), answer=answer,
-                   answer_text=str(data.get("answer_text") or ""), goto=goto,
+        return cls(node=current_ref(node), question=str(data.get("question") or ""),
+                   answer=answer, answer_text=str(data.get("answer_text") or ""),
+                   goto=current_ref(goto),
                    suggested=suggested if isinstance(suggested, int)
                    and not isinstance(suggested, bool) else None,
                    evidence=[str(e) for e in evidence] if isinstance(evidence, list) else [],
@@ -102,8 +104,8 @@ class TriedFix:
         if not isinstance(data, Mapping) or not isinstance(data.get("node"), str):
             return None
         answer = data.get("answer")
-        return cls(str(data["node"]), str(data.get("title") or ""),
-                   str(data.get("question") or ""),
+        return cls(current_ref(str(data["node"])), str(data.get("title") or ""),
+                   current_ref(str(data.get("question") or "")),
                    answer if isinstance(answer, int) and not isinstance(answer, bool) else None,
                    str(data.get("time") or ""))
 
@@ -204,9 +206,9 @@ class WalkRecord:
         return cls(
             id=walk_id if isinstance(walk_id, str) else "?",
             tree=tree if isinstance(tree, str) and tree else current.partition("#")[0],
-            current=current, started=str(data.get("started") or ""),
+            current=current_ref(current), started=str(data.get("started") or ""),
             updated=str(data.get("updated") or ""), finished=data.get("finished") is True,
-            steps=steps, stack=[str(s) for s in stack],
+            steps=steps, stack=[current_ref(str(s)) for s in stack],
             probes=[r for r in results if r is not None],
             triage=TriageAttachment.from_dict(data.get("triage")),
             launch_command=str(data.get("launch_command") or ""),

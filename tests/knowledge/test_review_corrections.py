@@ -211,9 +211,16 @@ def test_b6_blackwell_architectures_are_listed(forest):
 
 
 def test_b7_shared_memory_covers_cumem_host_and_removeipc(forest):
-    text = _fix_text(_node(forest, "nccl-hang#shm-too-small"))
-    for needle in ("NCCL_CUMEM_HOST_ENABLE", "SYS_NICE", "RemoveIPC", "2.24"):
-        assert needle in text, needle
+    """The /dev/shm fix (one node since nccl-hang's copy was merged into it) names the two other
+    shared-memory failures, and its tree's fixes for them carry the remedies."""
+    home = _fix_text(_node(forest, "containers#dev-shm-size"))
+    for needle in ("SYS_NICE", "RemoveIPC", "2.24", "cumem-sys-nice", "remove-ipc"):
+        assert needle in home, needle
+    assert "NCCL_CUMEM_HOST_ENABLE=0" in _fix_text(_node(forest, "containers#cumem-sys-nice"))
+    assert "RemoveIPC=no" in _fix_text(_node(forest, "containers#remove-ipc"))
+    error = _node(forest, "nccl-hang#nccl-error")
+    assert any(a.goto == "containers#dev-shm-size" and "/dev/shm" in str(a.text)
+               for a in error.answers)
 
 
 def test_b8_no_pinned_ngc_release_tag(forest):
