@@ -14,7 +14,7 @@ turns into a failure (strict) the day it passes, so its mark is removed then.
 With the reported symptom (`triage --symptom`, each case's `reported:` from its thread title;
 `unknown` runs log-only, healthy logs always do) the tune and batch-1 holdout groups hold their
 own levels, apart from the log-only floors above, which they never replace. A later blind batch
-(`holdout-6`, ...) is reported and must stay silent on its healthy logs until it has a level.
+(`holdout-7`, ...) is reported and must stay silent on its healthy logs until it has a level.
 """
 
 from __future__ import annotations
@@ -72,8 +72,17 @@ HELD_BATCH4_TREE, HELD_BATCH4_NODE = 0.95, 0.92
 # healthy single-GPU run). Two fixes it showed (that false alarm; a log whose only error is a
 # logger's ERROR line was called clean) and this stop's tuning rounds on batch 4: 64/91, 49/91,
 # 0 false alarms (with the reported symptom 69/91, 49/91). It was then opened for a tuning round
-# (group `tune-5`), batch 6 taking its place as the blind measure.
-HELD_BATCH5_TREE, HELD_BATCH5_NODE = 0.70, 0.53
+# (group `tune-5`), batch 6 taking its place as the blind measure: 64/91, 53/91 once the learned
+# words knew it; its two tuning rounds reached 80/91, 72/91 (with the symptom 84/91, 74/91) and
+# moved batch 6 by +1 tree, +1 node.
+HELD_BATCH5_TREE, HELD_BATCH5_NODE = 0.87, 0.79
+# Batch 6 (90 incidents, 12 healthy logs after review; a third person's blind labels agree with
+# the first on 81/90 trees and 73/90 nodes) was collected and reviewed blind, and run once on the
+# code of the stop before (58/90 tree, 47/90 node, no false alarm; with the reported symptom
+# 65/90, 47/90), then on this stop's code before the rounds on batch 5 (59/90, 46/90), after them
+# (60/90, 47/90) and after two duplicate fixes were merged into one node each (61/90, 48/90; with
+# the symptom 68/90, 48/90). Nobody has tuned on it.
+HELD_BATCH6_TREE, HELD_BATCH6_NODE = 0.67, 0.53
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
 # were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
 # the end (see the benchmark's second table). Ratchets: they can only rise.
@@ -88,7 +97,8 @@ HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.80, 0.68
 HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE = 0.91, 0.88
 HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE = 0.90, 0.84
 HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE = 0.98, 0.92
-HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE = 0.75, 0.53
+HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE = 0.92, 0.81
+HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE = 0.75, 0.53
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
 
@@ -180,6 +190,7 @@ def test_tune_split_holds_its_level(splits):
     ("tune-3", HELD_BATCH3_TREE, HELD_BATCH3_NODE),
     ("tune-4", HELD_BATCH4_TREE, HELD_BATCH4_NODE),
     ("tune-5", HELD_BATCH5_TREE, HELD_BATCH5_NODE),
+    ("holdout-6", HELD_BATCH6_TREE, HELD_BATCH6_NODE),
 ])
 def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
                                                                         node):
@@ -204,6 +215,7 @@ def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
     ("tune-3", HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE),
     ("tune-4", HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE),
     ("tune-5", HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE),
+    ("holdout-6", HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE),
 ])
 def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
                                                                        tree, node):
@@ -215,10 +227,10 @@ def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, spl
 
 
 def test_later_blind_batches_stay_silent_on_healthy_logs(splits, said):
-    """holdout-6 and after: counted, never tuned on; no level yet, but no false alarm."""
-    later = sorted(g for g in splits if g.startswith("holdout-"))
+    """holdout-7 and after: counted, never tuned on; no level yet, but no false alarm."""
+    later = sorted(g for g in splits if g.startswith("holdout-") and g != "holdout-6")
     if not later:
-        pytest.skip("no sixth blind batch in the corpus yet")
+        pytest.skip("no seventh blind batch in the corpus yet")
     for group in later:
         assert splits[group].false_alarms == 0, (group, _summary(splits[group]))
         assert said[group].false_alarms == 0, (group, _summary(said[group]))
