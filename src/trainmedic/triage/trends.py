@@ -591,7 +591,9 @@ class WorldJoin:
         if self.world is not None and world != self.world:
             return  # another run's announcement in the same log
         self.world = world
-        self.members.setdefault(int(m.group(1)), []).append((file, lineno, text.strip()[:500]))
+        seen = self.members.setdefault(int(m.group(1)), [])
+        if len(seen) < 2:  # twice is all `duplicated` needs: memory stays bounded on any log
+            seen.append((file, lineno, text.strip()[:500]))
 
     def duplicated(self) -> tuple[list[int], list[tuple[str, int, str]]] | None:
         """Global ranks announced by more than one process, while the world never formed."""

@@ -93,8 +93,9 @@ _FAIRSEQ = re.compile(r"\bepoch (\d+):?\s+(\d+) / (\d+) loss=(" + NUM + r")")
 _FAIRSEQ_GRAD = re.compile(r"\bgnorm=(" + NUM + r")")
 _FAIRSEQ_UPDATES = re.compile(r"\bnum_updates=(\d+)")
 # Ultralytics YOLO rows: epoch/epochs, GPU memory in G, the loss columns, the label (instance)
-# count and the image size, then the tqdm bar (one start: anchored, and no gap crosses a colon)
-_YOLO = re.compile(r"^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s+([^:|]*):\s*\d+%\|")
+# count and the image size, then the tqdm bar (one start: anchored, and no gap crosses a colon;
+# the cells start at a non-blank, so the blanks before them are never split two ways)
+_YOLO = re.compile(r"^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s+([^\s:|][^:|]*):\s*\d+%\|")
 _KERAS_EPOCH = re.compile(r"^\s*Epoch (\d+)/\d+\s*$")
 _KERAS_BAR = re.compile(r"^\s*\d+/\d+ \[[=>.]+\] - .*? - loss: (" + NUM + r")(?![\w.])")
 # a step line of a hand-written loop: `Epoch 1, Step 3, Loss: 0.9670` (the step counts within
