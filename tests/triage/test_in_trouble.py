@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainmedic.triage import triage_text
+from .routed import links as _links
 
 CASE = (Path(__file__).resolve().parents[1] / "corpus" / "cases" / "moe"
         / "mixtral_zero3_trace_cache_allgather_hang_moe_llava_20.log")
@@ -16,10 +16,6 @@ def _case() -> tuple[str, str]:
     excerpt = CASE.read_text(encoding="utf-8").split("# ---\n", 1)[1]
     line = next(x for x in excerpt.splitlines() if "Invalidate trace cache @ step" in x)
     return excerpt, line
-
-
-def _links(text: str, symptom: str | None = None) -> list[str]:
-    return [f.link for f in triage_text(text, symptom=symptom).findings]
 
 
 def test_next_to_the_watchdog_timeouts_it_is_the_cause():

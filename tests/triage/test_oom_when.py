@@ -13,6 +13,7 @@ import pytest
 from trainmedic.triage import triage_text
 from trainmedic.triage.signatures import evaluation_started
 
+from .routed import top
 from .test_node_precision import tune  # a tune case's excerpt (refuses holdout cases)
 
 # the allocator's message of a tune case (DeFRCN #65): 0.23 GiB cached beyond what is allocated
@@ -22,12 +23,6 @@ OOM = ("RuntimeError: CUDA out of memory. Tried to allocate 32.00 MiB (GPU 0; 14
 HF_EVAL_BANNER = "***** Running Evaluation *****"
 HF_PROGRESS = ("{'loss': 0.2051, 'grad_norm': 0.31, 'learning_rate': 9.774074342405685e-06, "
                "'epoch': 0.53}")
-
-
-def top(text: str) -> str:
-    findings = triage_text(text).findings
-    assert findings, text[:200]
-    return findings[0].link
 
 
 @pytest.mark.parametrize(("case", "link"), [

@@ -14,13 +14,8 @@ from trainmedic.triage import triage_text
 from trainmedic.triage.rank_compare import RankCompare
 from trainmedic.triage.trends import WorldJoin
 
+from .routed import top
 from .test_never_silent import excerpt  # a tune case's excerpt (tune cases only)
-
-
-def top(text: str) -> str | None:
-    findings = triage_text(text).findings
-    return findings[0].link if findings else None
-
 
 # -- ranks that disagree -------------------------------------------------------------------
 

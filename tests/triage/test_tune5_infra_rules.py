@@ -10,19 +10,8 @@ real line it must leave alone.
 
 from __future__ import annotations
 
-from trainmedic.triage import triage_text
-
+from .routed import links, top
 from .test_never_silent import excerpt  # a tune case's excerpt (tune cases only)
-
-
-def links(text: str, symptom: str | None = None) -> list[str]:
-    return [f.link for f in triage_text(text, symptom=symptom).findings]
-
-
-def top(text: str, symptom: str | None = None) -> str | None:
-    found = links(text, symptom)
-    return found[0] if found else None
-
 
 # -- startup and compile: the import error names its cause -----------------------------------
 

@@ -11,16 +11,11 @@ from __future__ import annotations
 import pytest
 
 from trainmedic.trees.forest import load_forest
-from trainmedic.triage import triage_text
 from trainmedic.triage.loss.detect import SeriesAnalyzer
 from trainmedic.triage.loss.lines import LineReader
 
+from .routed import top
 from .test_never_silent import excerpt  # a tune case's excerpt (tune cases only)
-
-
-def top(text: str) -> str | None:
-    findings = triage_text(text).findings
-    return findings[0].link if findings else None
 
 
 @pytest.mark.parametrize(("case", "link"), [

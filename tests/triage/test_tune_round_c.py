@@ -4,13 +4,8 @@ and a line that must not take the same path."""
 
 from __future__ import annotations
 
-from trainmedic.triage import triage_text
-
+from .routed import links
 from .test_tune_round_b import top_link  # reads a tune case only (asserts its split)
-
-
-def links(text: str) -> list[str]:
-    return [f.link for f in triage_text(text).findings]
 
 
 def test_an_oom_in_an_evaluation_frame_is_the_evaluation_oom():
