@@ -81,7 +81,9 @@ HELD_BATCH5_TREE, HELD_BATCH5_NODE = 0.87, 0.79
 # code of the stop before (58/90 tree, 47/90 node, no false alarm; with the reported symptom
 # 65/90, 47/90), then on this stop's code before the rounds on batch 5 (59/90, 46/90), after them
 # (60/90, 47/90) and after two duplicate fixes were merged into one node each (61/90, 48/90; with
-# the symptom 68/90, 48/90). Nobody has tuned on it.
+# the symptom 68/90, 48/90). Nobody had tuned on it until it was opened for a tuning round
+# (group `tune-6`) on 2026-12-01, batch 7 taking its place as the blind measure: 63/90, 53/90
+# once the learned words knew it.
 HELD_BATCH6_TREE, HELD_BATCH6_NODE = 0.67, 0.53
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
 # were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
@@ -190,7 +192,7 @@ def test_tune_split_holds_its_level(splits):
     ("tune-3", HELD_BATCH3_TREE, HELD_BATCH3_NODE),
     ("tune-4", HELD_BATCH4_TREE, HELD_BATCH4_NODE),
     ("tune-5", HELD_BATCH5_TREE, HELD_BATCH5_NODE),
-    ("holdout-6", HELD_BATCH6_TREE, HELD_BATCH6_NODE),
+    ("tune-6", HELD_BATCH6_TREE, HELD_BATCH6_NODE),
 ])
 def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
                                                                         node):
@@ -215,7 +217,7 @@ def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
     ("tune-3", HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE),
     ("tune-4", HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE),
     ("tune-5", HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE),
-    ("holdout-6", HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE),
+    ("tune-6", HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE),
 ])
 def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
                                                                        tree, node):
@@ -228,7 +230,7 @@ def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, spl
 
 def test_later_blind_batches_stay_silent_on_healthy_logs(splits, said):
     """holdout-7 and after: counted, never tuned on; no level yet, but no false alarm."""
-    later = sorted(g for g in splits if g.startswith("holdout-") and g != "holdout-6")
+    later = sorted(g for g in splits if g.startswith("holdout-"))
     if not later:
         pytest.skip("no seventh blind batch in the corpus yet")
     for group in later:
