@@ -48,11 +48,17 @@ def test_nccl_oom_outside_a_save_stays_a_raw_cuda_oom() -> None:
     assert top(line) == "oom#raw-cuda-oom"
 
 
-def test_a_fragmented_oom_in_backward_still_goes_by_when() -> None:
-    """Only another process moved before the 'when' routes: a large reserved-but-unallocated
-    in an OOM raised inside autograd keeps the backward answer (tune-2's Megatron-LM#60)."""
+def test_a_fragmented_oom_in_backward_is_fragmentation_first() -> None:
+    """The oom tree reads the message before asking when: 9.1 GiB reserved but unallocated in
+    an OOM raised in Megatron-LM's backward_step (tune-2's Megatron-LM#60) answers its second
+    question, as it does in detectron2#1563's backward."""
     text = excerpt("oom/oom_allreduce_flatten_grads_backward_gpt2_mp2_v100_megatron_60.log")
-    assert top(text) == "oom#backward-grads"
+    assert top(text) == "oom#fragmentation"
+    assert top(excerpt("oom/backward_oom_reserved_gap_detectron2_1563.log")) == "oom#fragmentation"
+
+
+def test_an_oom_in_backward_with_little_cached_still_goes_by_when() -> None:
+    assert top(excerpt("oom/backward_rank1_prefix_axolotl_1717.log")) == "oom#backward-grads"
 
 
 def test_the_launcher_kill_on_its_own_line_is_not_a_silent_kill() -> None:

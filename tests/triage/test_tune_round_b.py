@@ -56,13 +56,6 @@ def test_a_few_percent_of_the_gpu_reserved_but_unallocated_is_slack_not_fragment
     assert top_link("oom/fragmentation_capacty_typo_mgfn_35.log") == "oom#fragmentation"
 
 
-def test_an_oom_in_megatrons_backward_step_is_the_backward_pass():
-    """Megatron #60: the OOM comes in backward_step -> allreduce_params, flattening the grads
-    for the data-parallel all-reduce."""
-    assert top_link("oom/oom_allreduce_flatten_grads_backward_gpt2_mp2_v100_megatron_60.log") \
-        == "oom#backward-grads"
-
-
 def test_dcp_missing_key_is_the_state_dict_type_question():
     """torchtitan #961: DCP's planner finds no saved entry for a key of the wrapped model."""
     assert top_link("checkpoint/dcp_missing_key_resume_compiled_model_torchtitan_961.log") == \

@@ -9,15 +9,12 @@ from .test_tune_round_b import top_link  # reads a tune case only (asserts its s
 
 
 def test_an_oom_in_an_evaluation_frame_is_the_evaluation_oom():
-    """czsl #7: the OOM is raised under `test` / `evaluate_predictions` frames; the numbers
-    alone (3 GiB cached) would say fragmentation, the phase is what the tree asks first."""
-    assert top_link("oom/open_world_eval_scores_oom_cpu_eval_flag_czsl_7.log") == "oom#eval-oom"
-    # the same message under a training frame keeps the size reading
-    train = ('  File "train.py", line 193, in train_one_epoch\n'
-             "RuntimeError: CUDA out of memory. Tried to allocate 4.18 GiB (GPU 0; 10.92 GiB total"
-             " capacity; 4.68 GiB already allocated; 2.44 GiB free; 7.85 GiB reserved in total by"
-             " PyTorch)")
-    assert links(train)[:1] == ["oom#fragmentation"]
+    """An OOM raised under evaluation frames with little cached memory is the evaluation node
+    (defrcn #65); with GiBs reserved but unallocated (czsl #7: 3.17 GiB of 10.92) the tree's
+    second question, read from the message before it asks when, says fragmentation."""
+    assert top_link("oom/eval_oom_resnet_conv2d_training_fine_defrcn_65.log") == "oom#eval-oom"
+    assert top_link("oom/open_world_eval_scores_oom_cpu_eval_flag_czsl_7.log") == \
+        "oom#fragmentation"
 
 
 def test_a_kill_while_checkpoint_shards_load_is_the_loading_node():
