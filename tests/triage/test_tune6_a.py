@@ -97,3 +97,19 @@ def test_nvidia_smi_pending_row_remap_fails_the_gpu_health_check():
              "        Pending                           : No\n"
              "        Remapping Failure Occurred        : No\n")
     assert links(block) == []
+
+
+# -- scheduler: what a hang after the end of training looks like (--symptom hang) ------------
+
+
+def test_reported_hang_after_megatron_or_estimator_end_is_the_exit_hang():
+    for name in ("scheduler/no_exit_after_last_iteration_nemotron_gb200_megatron_bridge_3427.log",
+                 "scheduler/processes_never_exit_after_final_step_opennmt_tf_206.log"):
+        text = excerpt(name)
+        assert top(text, symptom="hang") == "scheduler#exit-hang"
+        # the log alone cannot tell a finished run that hangs from one that exited
+        assert top(text) is None
+    # a log that stops mid-training is not an exit hang
+    mid = ("INFO:tensorflow:loss = 0.0007880032, step = 6842 (393.713 sec)\n"
+           "INFO:tensorflow:loss = 0.00072970986, step = 6946 (396.764 sec)\n")
+    assert top(mid, symptom="hang") != "scheduler#exit-hang"
