@@ -42,6 +42,7 @@ class RankState:
     last_enqueued: int | None = None
     last_completed: int | None = None
     pg: str | None = None
+    cut: bool = False  # the op type was cut off (a wrapped or clipped line): not compared
     evidence: list[tuple[str, int, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -88,6 +89,9 @@ class RankCompare:
                 seq, op, n_in, _n_out, shape, ms = m.groups()
                 st.seq = int(seq) if seq else None
                 st.op = op
+                # a terminal that wraps or clips the line cuts the op type short
+                # ("OpType=_ALLGATHER_BA[451/1919]"): a different op only when it is whole
+                st.cut = text[m.end(2):m.end(2) + 1] not in (",", ")")
                 st.numel = int(n_in) if n_in else None
                 if st.numel is None and shape:
                     st.op = f"{op}{shape}"
@@ -125,7 +129,7 @@ class RankCompare:
         # 1. Different collectives (or sizes) at the same sequence number.
         by_seq: dict[int, dict[tuple[str | None, int | None], list[int]]] = {}
         for st in states:
-            if st.seq is not None:
+            if st.seq is not None and not st.cut:
                 by_seq.setdefault(st.seq, {}).setdefault((st.op, st.numel), []).append(st.rank)
         for seq, groups in sorted(by_seq.items()):
             if len(groups) < 2:

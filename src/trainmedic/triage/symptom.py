@@ -68,10 +68,12 @@ NAMES = tuple(SYMPTOMS)
 
 # the last lines of a run that had finished training (a hang after it is an exit hang): words
 # that say so, HF Trainer's final metrics, and the summaries loggers print only when the run
-# closes (wandb.finish()'s "Run history:"/"Run summary:", Lightning's "`Trainer.fit` stopped")
+# closes (wandb.finish()'s "Run history:"/"Run summary:", Lightning's "`Trainer.fit` stopped"),
+# Megatron-LM's "[after training is done]" and TF Estimator's "Loss for final step:"
 _FINISHED = re.compile(
     r"\blast epoch\b|\btrain(?:ing)? (?:has |is )?(?:finished|completed?|done|ended)\b"
     r"|\bfinished training\b|'train_runtime'|\btrain_runtime\b"
+    r"|\bafter training is done\b|\bLoss for final step:"
     r"|^wandb: Run (?:history|summary):|`Trainer\.fit` stopped", re.IGNORECASE)
 _NCCL_SETUP = re.compile(r"NCCL INFO|NCCL version")
 _NAN_VALUE = re.compile(r"(?:^|[\s:=,|])[-+]?(?:nan|inf)(?:$|[\s,|])", re.IGNORECASE)
