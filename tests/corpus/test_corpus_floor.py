@@ -14,7 +14,8 @@ turns into a failure (strict) the day it passes, so its mark is removed then.
 With the reported symptom (`triage --symptom`, each case's `reported:` from its thread title;
 `unknown` runs log-only, healthy logs always do) the tune and batch-1 holdout groups hold their
 own levels, apart from the log-only floors above, which they never replace. A later blind batch
-(`holdout-7`, ...) is reported and must stay silent on its healthy logs until it has a level.
+(`holdout-7`, ...) is reported, holds the level of its first blind run and stays silent on its healthy
+logs.
 """
 
 from __future__ import annotations
@@ -85,6 +86,13 @@ HELD_BATCH5_TREE, HELD_BATCH5_NODE = 0.87, 0.79
 # (group `tune-6`) on 2026-12-01, batch 7 taking its place as the blind measure: 63/90, 53/90
 # once the learned words knew it.
 HELD_BATCH6_TREE, HELD_BATCH6_NODE = 0.67, 0.53
+# Batch 7 (89 cases collected blind by three people on 2026-12-01; the blind review removed one
+# duplicate incident: 78 incidents, 21 of them with the tree only (TREE#?), 10 healthy logs; a
+# fourth person's blind labels agree with the first on 69/78 trees and 50/54 nodes) was run
+# once on the code of the stop before (50/78 tree, 28/57 node, no false alarm; with the reported
+# symptom 54/78, 28/57) and on this stop's code after the first rounds on tune-6: the same.
+# Nobody has tuned on it.
+HELD_BATCH7_TREE, HELD_BATCH7_NODE = 0.64, 0.49
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
 # were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
 # the end (see the benchmark's second table). Ratchets: they can only rise.
@@ -101,6 +109,7 @@ HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE = 0.90, 0.84
 HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE = 0.98, 0.92
 HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE = 0.92, 0.81
 HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE = 0.75, 0.53
+HELD_SAID_BATCH7_TREE, HELD_SAID_BATCH7_NODE = 0.69, 0.49
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
 
@@ -193,11 +202,12 @@ def test_tune_split_holds_its_level(splits):
     ("tune-4", HELD_BATCH4_TREE, HELD_BATCH4_NODE),
     ("tune-5", HELD_BATCH5_TREE, HELD_BATCH5_NODE),
     ("tune-6", HELD_BATCH6_TREE, HELD_BATCH6_NODE),
+    ("holdout-7", HELD_BATCH7_TREE, HELD_BATCH7_NODE),
 ])
 def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
                                                                         node):
     batch = splits[group]
-    assert batch.cases >= 85 and batch.healthy >= 10, _summary(batch)
+    assert batch.cases >= 75 and batch.healthy >= 10, _summary(batch)
     assert batch.false_alarms == 0, [m for m in batch.misses if "false alarm" in m]
     assert batch.tree_rate >= tree, _summary(batch)
     assert batch.node_rate >= node, _summary(batch)
@@ -218,6 +228,7 @@ def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
     ("tune-4", HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE),
     ("tune-5", HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE),
     ("tune-6", HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE),
+    ("holdout-7", HELD_SAID_BATCH7_TREE, HELD_SAID_BATCH7_NODE),
 ])
 def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
                                                                        tree, node):
@@ -229,10 +240,10 @@ def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, spl
 
 
 def test_later_blind_batches_stay_silent_on_healthy_logs(splits, said):
-    """holdout-7 and after: counted, never tuned on; no level yet, but no false alarm."""
+    """Every blind batch (holdout-7 and after): no false alarm, log only or with the symptom."""
     later = sorted(g for g in splits if g.startswith("holdout-"))
     if not later:
-        pytest.skip("no seventh blind batch in the corpus yet")
+        pytest.skip("no blind batch in the corpus")
     for group in later:
         assert splits[group].false_alarms == 0, (group, _summary(splits[group]))
         assert said[group].false_alarms == 0, (group, _summary(said[group]))
