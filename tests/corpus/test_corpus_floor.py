@@ -14,8 +14,8 @@ turns into a failure (strict) the day it passes, so its mark is removed then.
 With the reported symptom (`triage --symptom`, each case's `reported:` from its thread title;
 `unknown` runs log-only, healthy logs always do) the tune and batch-1 holdout groups hold their
 own levels, apart from the log-only floors above, which they never replace. A later blind batch
-(`holdout-7`, ...) is reported, holds the level of its first blind run and stays silent on its healthy
-logs.
+(`holdout-7`, ...) is reported, holds the level of its first blind run and stays silent on its
+healthy logs.
 """
 
 from __future__ import annotations
