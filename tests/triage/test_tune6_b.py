@@ -1,0 +1,65 @@
+"""Rules from the tune-6 round on the oom, checkpoint, loss-spike, convergence, compile,
+data-pipeline and startup trees: each checked on the tune case that showed it and against a
+line it must leave alone.
+
+Log text comes from the public corpus (tests/corpus, tune cases only; the source URL is on each
+case's first line) or from the public thread a rule's comment names.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .routed import links, top
+from .test_never_silent import excerpt  # a tune case's excerpt (tune cases only)
+
+
+@pytest.mark.parametrize(("case", "link"), [
+    # Inductor's own launcher raises Triton's shared-memory limit as an OutOfMemoryError
+    ("compile/no_valid_triton_configs_fused_flexattention_bwd_h100_torch210_pytorch_175250.log",
+     "compile#triton-shared-memory"),
+    # Triton's per-kernel C launcher cannot include Python.h
+    ("compile/triton_main_c_python_h_missing_hydra_training_pytorch_97146.log",
+     "compile#backend-compiler-failed"),
+    # the OOM came inside torch.load, restoring the optimizer state onto the GPU
+    ("oom/optimizer_torch_load_no_map_location_transformer_lm_21.log", "oom#resume-load"),
+    # cuDNN's sub-library was found but is from another cuDNN: undefined symbol
+    ("startup/libcudnn_cnn_train_undefined_symbol_local_cudnn_torch22_pytorch_119989.log",
+     "startup#version-matrix"),
+    # clip_grad_norm_ warns of a non-finite total norm
+    ("loss-spike/petr_nonfinite_grad_norm_clip_warning_mmdet_petr_175.log", "loss-spike#nan-loss"),
+])
+def test_tune6_case_lands_on_its_node(case: str, link: str) -> None:
+    assert top(excerpt(case)) == link
+
+
+def test_a_real_gpu_oom_is_still_an_oom() -> None:
+    """The oom tree's own example (an allocator OOM) still reads as GPU memory."""
+    line = ("[rank1]: torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.91 GiB. "
+            "GPU  has a total capacity of 23.68 GiB of which 3.38 GiB is free. Including "
+            "non-PyTorch memory, this process has 20.29 GiB memory in use.")
+    found = top(line)
+    assert found is not None and found.startswith("oom#")
+
+
+def test_a_missing_cuda_library_stays_missing() -> None:
+    """'cannot open shared object file' is still the missing-library answer (tune case)."""
+    text = excerpt("startup/libcudnn_cnn_infer_aborted_epoch0_anomalydiffusion_76.log")
+    assert top(text) == "startup#missing-shared-library"
+
+
+def test_an_extension_built_for_another_torch_stays_flash_attn() -> None:
+    text = excerpt("startup/flash_attn2_undefined_symbol_pad_enum_torch_nightly_fa_723.log")
+    assert top(text) == "startup#flash-attn"
+
+
+def test_an_oom_while_loading_weights_stays_model_init() -> None:
+    """load_state_dict without torch.load's restore frames keeps the model-init answer."""
+    text = excerpt("oom/oom_load_state_dict_meta_predict_rank5_llamafactory_7781.log")
+    assert top(text) == "oom#model-init"
+
+
+def test_the_zero_shards_warning_alone_is_no_finding() -> None:
+    """Loading only the weights on purpose prints it too: alone it does not alarm."""
+    text = excerpt("checkpoint/zero_ckpt_paths_missing_two_nodes_no_shared_fs_neox_750.log")
+    assert links(text) == []
