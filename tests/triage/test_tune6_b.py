@@ -63,3 +63,21 @@ def test_the_zero_shards_warning_alone_is_no_finding() -> None:
     """Loading only the weights on purpose prints it too: alone it does not alarm."""
     text = excerpt("checkpoint/zero_ckpt_paths_missing_two_nodes_no_shared_fs_neox_750.log")
     assert links(text) == []
+
+
+def test_every_ranks_context_on_gpu0_is_device_zero() -> None:
+    text = excerpt("oom/rank0_gpu_extra_871mib_per_process_pytorch_49481.log")
+    assert top(text) == "oom#device-zero"
+
+
+def test_one_process_per_gpu_is_no_finding() -> None:
+    """A single process row (the large rank of the same table) is not the pattern."""
+    first = excerpt("oom/rank0_gpu_extra_871mib_per_process_pytorch_49481.log").splitlines()[0]
+    assert "26167MiB" in first
+    assert links(first) == []
+
+
+def test_the_gpu_rows_of_nvidia_smi_are_not_process_rows() -> None:
+    text = excerpt("oom/gpu0_held_by_tensorflow_job_gpt2_chitchat_19.log")
+    assert "oom#device-zero" not in links(text)
+
