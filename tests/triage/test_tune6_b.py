@@ -81,3 +81,13 @@ def test_the_gpu_rows_of_nvidia_smi_are_not_process_rows() -> None:
     text = excerpt("oom/gpu0_held_by_tensorflow_job_gpt2_chitchat_19.log")
     assert "oom#device-zero" not in links(text)
 
+
+
+def test_an_oom_in_the_adam_update_is_the_optimizer_state() -> None:
+    text = excerpt("oom/adam_state_zero2_v100_llama7b_full_llamafactory_1221.log")
+    assert top(text) == "oom#zero-offload"
+
+
+def test_an_oom_in_backward_stays_backward() -> None:
+    text = excerpt("oom/oom_allreduce_flatten_grads_backward_gpt2_mp2_v100_megatron_60.log")
+    assert top(text) == "oom#backward-grads"
