@@ -91,3 +91,25 @@ def test_an_oom_in_the_adam_update_is_the_optimizer_state() -> None:
 def test_an_oom_in_backward_stays_backward() -> None:
     text = excerpt("oom/oom_allreduce_flatten_grads_backward_gpt2_mp2_v100_megatron_60.log")
     assert top(text) == "oom#backward-grads"
+
+
+def test_apex_falling_back_to_python_is_no_apex_failure() -> None:
+    """APEX's 'Original ImportError was: ...' warning (wrapped to 'was: ...') is a fallback."""
+    text = excerpt("convergence/albert_from_scratch_loss_stuck_7_27_transformers_4727.log")
+    assert "startup#apex" not in links(text)
+
+
+def test_a_missing_amp_c_in_a_traceback_stays_apex() -> None:
+    text = excerpt("startup/apex_amp_c_missing_distributed_lamb_python_only_865.log")
+    assert top(text) == "startup#apex"
+
+
+def test_the_shells_killed_in_markdown_bold_is_a_host_kill() -> None:
+    text = excerpt("oom/tf_maskrcnn_bare_killed_fastmaskrcnn_172.log")
+    assert top(text) == "oom#host-ram"
+
+
+def test_killed_inside_a_sentence_is_not_the_shells_line() -> None:
+    # the oom tree's own counterexample (a tqdm bar with "Killed workers: 0")
+    line = "Loading checkpoint shards:   0%|          | 0/2 [00:00<?, ?it/s]Killed workers: 0"
+    assert "oom#host-ram" not in links(line)
