@@ -113,3 +113,15 @@ def test_killed_inside_a_sentence_is_not_the_shells_line() -> None:
     # the oom tree's own counterexample (a tqdm bar with "Killed workers: 0")
     line = "Loading checkpoint shards:   0%|          | 0/2 [00:00<?, ?it/s]Killed workers: 0"
     assert "oom#host-ram" not in links(line)
+
+
+def test_marians_cost_nan_is_a_nan_loss() -> None:
+    text = excerpt("loss-spike/fp16_cost_nan_gnorm_rising_2080ti_marian_dev_699.log")
+    assert top(text) == "loss-spike#nan-loss"
+
+
+def test_marians_finite_cost_is_no_finding() -> None:
+    first = [line for line in excerpt(
+        "loss-spike/fp16_cost_nan_gnorm_rising_2080ti_marian_dev_699.log").splitlines()
+        if "Up. 100 :" in line]
+    assert first and links(first[0]) == []
