@@ -44,6 +44,8 @@ def test_every_signature_recognises_its_own_examples_through_triage(forest):
             also = {a["signature"] for f in findings for a in f.details.get("also", [])}
             if sig.hook == "overflow-burst":
                 continue  # a single overflow line is warm-up noise by design
+            if sig.hook == "gpu-process-rows":
+                continue  # one process row is one process: the pattern needs the whole table
             assert sig.id in found | also, (sig.id, example)
 
 

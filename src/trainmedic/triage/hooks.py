@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from trainmedic.textsafe import inert_line
+from trainmedic.triage import smi_rows
 
 MiB = float
 
@@ -371,6 +372,12 @@ def _read_nothing(_text: str, _ctx: LineContext) -> LineResult:
     return LineResult()
 
 
+# ---- gpu-process-rows: nvidia-smi's process table (smi_rows) --------------------------------
+
+def _read_smi_row(text: str, _ctx: LineContext) -> LineResult:
+    return LineResult(None, smi_rows.read_row(text))
+
+
 HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("cuda-oom", frozenset({"other-process", "fragmented", "does-not-fit",
                                 "no-step-finished", "evaluating"}),
@@ -385,4 +392,7 @@ HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("slow-or-trouble", frozenset(), _read_nothing, None, None, _keep_slow_or_trouble),
     Hook("when-slow", frozenset(), _read_nothing, None, None, _keep_when_slow),
     Hook("global-shape", frozenset({"sliced"}), _read_global_shape),
+    Hook("gpu-process-rows", frozenset(), _read_smi_row, _merge_lists,
+         lambda hit, _view: smi_rows.summary(hit.details),
+         lambda hit, _view: smi_rows.keep(hit.details)),
 )}
