@@ -191,3 +191,16 @@ def test_a_word_model_never_makes_a_finding_on_a_healthy_log():
     assert healthy
     for case in healthy:
         assert triage_text(case.excerpt, name=case.name).findings == [], case.name
+
+
+def test_a_word_every_tree_holds_weighs_nothing_in_the_posterior():
+    """A word all trees' incidents hold ("runtimeerror") neither decides nor tips a guess: the
+    posterior weights each word by how few trees hold it."""
+    model = fit([("oom#a", "RuntimeError CUDA out of memory"),
+                 ("startup#b", "RuntimeError ImportError libfoo"),
+                 ("startup#c", "RuntimeError ImportError libbar")])
+    assert model.posterior("RuntimeError") == {}
+    # unweighted, the word common to both would favour oom (fewer words, so each is likelier)
+    assert max(model.posterior("RuntimeError memory").items(), key=lambda kv: kv[1])[0] == "oom"
+    assert max(model.posterior("RuntimeError ImportError").items(),
+               key=lambda kv: kv[1])[0] == "startup"

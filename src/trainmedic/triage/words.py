@@ -144,8 +144,19 @@ class LearnedWords:
     def posterior(self, text: str) -> dict[str, float]:
         """Tree -> P(tree | the words of `text`), uniform prior (a tree's share of the corpus
         says how many threads were collected for it, not how often it happens); only words the
-        model has seen count. Empty when `text` has none."""
-        return _posterior(self._by_tree, tokens(text), self.alpha, self._size)
+        model has seen count, each weighted by how few trees' incidents hold it (`_idf`: a word
+        of every tree, "runtimeerror", weighs nothing). Empty when `text` has none."""
+        return _posterior(self._by_tree, tokens(text), self.alpha, self._size, self._idf)
+
+    @cached_property
+    def _idf(self) -> dict[str, float]:
+        """Word -> log(trees / trees whose incidents hold it). Unweighted, a word any tree has
+        counted for the trees whose few incidents make every word likely; in the
+        cross-validation (benchmarks/guess_cv.py) the weights raised both the guess and the
+        guess on messages one tune case had."""
+        spread, _seen = self._spread
+        trees = len(self._by_tree)
+        return {w: math.log(trees / n) for w, n in spread.items()}
 
     def node_posterior(self, text: str, tree: str) -> dict[str, float]:
         """Node of `tree` -> P(node | the words of `text`, the tree), over the nodes its
@@ -160,16 +171,21 @@ def _count(n: object) -> bool:
 
 
 def _posterior(classes: Mapping[str, Mapping[str, int]], words: list[str], alpha: float,
-               size: int) -> dict[str, float]:
+               size: int, weights: Mapping[str, float] | None = None) -> dict[str, float]:
     """Multinomial naive Bayes with a uniform prior over `classes` (class -> word counts), on
-    the words any class has seen; empty when there are none."""
+    the words any class has seen, each word's log-likelihood times its weight in `weights` if
+    given (words of weight 0 left out); empty when there are none."""
     seen = [w for w in words if any(w in counts for counts in classes.values())]
+    if weights is not None:
+        seen = [w for w in seen if weights.get(w, 0.0) > 0]
     if not seen:
         return {}
+    weight = (lambda w: 1.0) if weights is None else weights.__getitem__
     score = {}
     for name, counts in classes.items():
         total = math.log(sum(counts.values()) + alpha * size)
-        score[name] = sum(math.log(counts.get(w, 0) + alpha) - total for w in seen)
+        score[name] = sum(weight(w) * (math.log(counts.get(w, 0) + alpha) - total)
+                          for w in seen)
     top = max(score.values())
     weights = {name: math.exp(s - top) for name, s in score.items()}
     norm = sum(weights.values())
