@@ -73,3 +73,34 @@ def test_optimizer_share_reads_each_framework_timer_line():
         "time (ms) | update_optims: 21766.25 | unscale_grads: 506.45 | optimizer_step: 22850.66"
     ) == {}
     assert optimizer_share.read_line("step: 5 loss: 2.0") == {}
+
+
+def test_failed_proxy_connect_under_a_system_error_is_the_interface():
+    text = excerpt("multi-node/barrier_unhandled_system_error_connect_res3_ray_verl_108.log")
+    assert top(text) == "multi-node#network-interface"
+    # the system error alone (no failed connect under it) stays the NCCL error question
+    line = ("torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:1333, unhandled system error (run with NCCL_DEBUG=INFO for "
+            "details), NCCL version 2.18.6")
+    assert top(line) == "nccl-hang#nccl-error"
+
+
+def test_deepspeed_ssh_check_is_the_multi_node_tree():
+    text = excerpt("multi-node/deepspeed_ssh_check_exit_255_two_nodes_deepspeed_4907.log")
+    assert top(text) == "multi-node#symptom"
+    # another command's failure is no ssh check: the JIT build of an op
+    # (https://github.com/deepspeedai/DeepSpeed/issues/6892)
+    line = ("[rank1]: subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero "
+            "exit status 1.")
+    assert "multi-node#symptom" not in links(line)
+
+
+# -- sharding --------------------------------------------------------------------------------
+
+
+def test_parameters_printed_with_shape_zero_are_zero3_placeholders():
+    text = excerpt("sharding/reward_model_params_size0_zero3_deepspeedexamples_820.log")
+    assert top(text) == "sharding#zero3-partitioned-params"
+    # a named parameter with a real shape is nothing
+    assert links("name=rwtransformer.layers.25.self_attn.q_proj.weight, "
+                 "param=torch.Size([4096, 4096])") == []
