@@ -104,3 +104,16 @@ def test_parameters_printed_with_shape_zero_are_zero3_placeholders():
     # a named parameter with a real shape is nothing
     assert links("name=rwtransformer.layers.25.self_attn.q_proj.weight, "
                  "param=torch.Size([4096, 4096])") == []
+
+
+# -- scheduler -> nccl-hang: Ctrl-C in the launcher's terminal -------------------------------
+
+
+def test_launcher_sigint_is_the_user_interrupt_of_a_frozen_job():
+    text = excerpt("nccl-hang/ddp_stuck_after_reducer_buckets_ctrl_c_rtd_action_31.log")
+    assert top(text) == "nccl-hang#silent-hang"
+    # signal 15 with no scheduler line stays the SIGTERM node
+    # (https://github.com/PrimeIntellect-ai/prime-rl/issues/1360)
+    line = ("W1130 12:13:49.388000 124326 torch/distributed/elastic/agent/server/api.py:723] "
+            "Received 15 death signal, shutting down workers")
+    assert top(line) == "scheduler#sigterm-received"
