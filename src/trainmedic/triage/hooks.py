@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from trainmedic.textsafe import inert_line
-from trainmedic.triage import smi_rows
+from trainmedic.triage import optimizer_share, smi_rows
 
 MiB = float
 
@@ -378,6 +378,12 @@ def _read_smi_row(text: str, _ctx: LineContext) -> LineResult:
     return LineResult(None, smi_rows.read_row(text))
 
 
+# ---- optimizer-share: the optimizer step's share of a timer line (optimizer_share) -----------
+
+def _read_optimizer_share(text: str, _ctx: LineContext) -> LineResult:
+    return LineResult(None, optimizer_share.read_line(text))
+
+
 HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("cuda-oom", frozenset({"other-process", "fragmented", "does-not-fit",
                                 "no-step-finished", "evaluating"}),
@@ -395,4 +401,7 @@ HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("gpu-process-rows", frozenset(), _read_smi_row, _merge_lists,
          lambda hit, _view: smi_rows.summary(hit.details),
          lambda hit, _view: smi_rows.keep(hit.details)),
+    Hook("optimizer-share", frozenset(), _read_optimizer_share, _merge_lists,
+         lambda hit, _view: optimizer_share.summary(hit.details),
+         lambda hit, _view: optimizer_share.keep(hit.details)),
 )}
