@@ -1,0 +1,81 @@
+"""Rules from the tune-7 round on the oom, checkpoint, loss-spike, convergence, compile,
+data-pipeline and startup trees: each checked on the tune case that showed it and against a
+line it must leave alone.
+
+Log text comes from the public corpus (tests/corpus, tune cases only; the source URL is on each
+case's first line) or from the public thread a rule's comment names; the few lines marked
+"constructed" are written for the test in the shape of the real ones.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .routed import links, top
+from .test_never_silent import excerpt  # a tune case's excerpt (tune cases only)
+
+
+@pytest.mark.parametrize(("case", "link"), [
+    # Megatron's own message: the checkpoint holds no optimizer state
+    ("checkpoint/converted_ckpt_no_optimizer_state_megatron_deepspeed_pr_14.log",
+     "checkpoint#missing-shard-files"),
+    # a frame of Inductor's C++ compile command, the error line cut off
+    ("compile/inductor_cpp_builder_gpp_fails_all_ranks_8xa100_pytorch_146306.log",
+     "compile#backend-compiler-failed"),
+    # a frame of Transformer Engine's loader of its compiled library
+    ("startup/te_load_library_stopiteration_after_pip_upgrade_megatron_1274.log",
+     "startup#transformer-engine"),
+    # the OOM came while the ZeRO optimizer created Adam's state
+    ("oom/zero2_optimizer_states_oom_megatron_gpt2_deepspeed_237.log", "oom#zero-offload"),
+    # py-spy: the main thread inside a dist_checkpointing save
+    ("checkpoint/async_save_blocked_finalize_pyspy_megatron_2422.log", "checkpoint#save-hang"),
+    # py-spy: the main thread waits in the data iterator for a batch
+    ("data-pipeline/rank0_stuck_in_dataloader_queue_32gpu_fairseq_pytorch_87995.log",
+     "data-pipeline#worker-hang"),
+])
+def test_tune7_case_lands_on_its_node(case: str, link: str) -> None:
+    assert top(excerpt(case)) == link
+
+
+def test_the_megatron_rng_message_is_not_the_optimizer_one() -> None:
+    """Only the optimizer message is read; a successful load line (constructed) is none."""
+    line = " successfully loaded checkpoint from /data/ckpt at iteration 1000"
+    assert "checkpoint#missing-shard-files" not in links(line)
+
+
+def test_the_compile_command_source_line_alone_is_no_compile_finding() -> None:
+    # https://github.com/pytorch/pytorch/issues/146306 (the frame's source line, not the frame)
+    line = "[rank2]:     status = subprocess.check_output(args=cmd, cwd=cwd, stderr=subprocess.STDOUT)"
+    assert not any(link.startswith("compile#") for link in links(line))
+
+
+def test_another_transformer_engine_frame_alone_is_not_the_loader() -> None:
+    # constructed: a frame of TE's package that is not its library loader
+    line = ('  File "/usr/local/lib/python3.10/dist-packages/transformer_engine/pytorch/'
+            'module/base.py", line 20, in <module>')
+    assert "startup#transformer-engine" not in links(line)
+
+
+def test_an_adam_state_word_in_a_training_oom_elsewhere_is_not_the_optimizer_route() -> None:
+    """An allocator OOM (constructed) with no optimizer frame near it stays off that route."""
+    line = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 MiB. GPU 0 "
+            "has a total capacity of 79.15 GiB of which 6.00 MiB is free.")
+    assert top(line) != "oom#zero-offload"
+
+
+def test_a_traceback_frame_of_the_dataloader_is_no_pyspy_wait() -> None:
+    # https://github.com/horovod/horovod/issues/2255
+    line = ('[1,0]<stderr>:  File "/usr/local/lib/python3.7/dist-packages/torch/utils/data/'
+            'dataloader.py", line 779, in _try_get_data')
+    assert "data-pipeline#worker-hang" not in links(line)
+
+
+def test_a_pyspy_dump_in_a_collective_stays_a_hang() -> None:
+    """A py-spy dump whose main thread waits in an all-reduce is no save and no data wait
+    (constructed)."""
+    text = ('Thread 2433 (active): "MainThread"\n'
+            "    all_reduce (torch/distributed/distributed_c10d.py:2050)\n"
+            "    train_step (train.py:120)\n")
+    found = links(text)
+    assert "checkpoint#save-hang" not in found
+    assert "data-pipeline#worker-hang" not in found
