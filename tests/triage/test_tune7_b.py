@@ -45,7 +45,8 @@ def test_the_megatron_rng_message_is_not_the_optimizer_one() -> None:
 
 def test_the_compile_command_source_line_alone_is_no_compile_finding() -> None:
     # https://github.com/pytorch/pytorch/issues/146306 (the frame's source line, not the frame)
-    line = "[rank2]:     status = subprocess.check_output(args=cmd, cwd=cwd, stderr=subprocess.STDOUT)"
+    line = ("[rank2]:     status = subprocess.check_output(args=cmd, cwd=cwd, "
+            "stderr=subprocess.STDOUT)")
     assert not any(link.startswith("compile#") for link in links(line))
 
 
@@ -79,3 +80,28 @@ def test_a_pyspy_dump_in_a_collective_stays_a_hang() -> None:
     found = links(text)
     assert "checkpoint#save-hang" not in found
     assert "data-pipeline#worker-hang" not in found
+
+
+def test_fifteen_one_size_contexts_on_gpu0_are_the_ranks() -> None:
+    """Every other rank's CUDA context listed on GPU 0 (returnn#1469) is device-zero."""
+    case = "oom/every_rank_on_gpu0_oom_returnn_1469.log"
+    assert top(excerpt(case)) == "oom#device-zero"
+
+
+@pytest.mark.parametrize("case", [
+    # one foreign process of 71 GiB beside this one
+    "oom/other_process_crashed_run_holds_gpu_returnn_1649.log",
+    # a small and a large other process: different sizes, not one context per rank
+    "oom/other_process_on_gpu_rlinf_255.log",
+])
+def test_foreign_processes_stay_other_process(case: str) -> None:
+    assert top(excerpt(case)) == "oom#other-process"
+
+
+def test_rank_contexts_needs_several_of_one_small_size() -> None:
+    from trainmedic.triage.oom_contexts import rank_contexts
+
+    assert rank_contexts([1218.6] * 15)
+    assert not rank_contexts([1218.6])  # one process: a foreign one as likely
+    assert not rank_contexts([419.5, 15206.4])  # differing sizes
+    assert not rank_contexts([20480.0, 20480.0])  # large: whole jobs, not contexts
