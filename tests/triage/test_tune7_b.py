@@ -105,3 +105,15 @@ def test_rank_contexts_needs_several_of_one_small_size() -> None:
     assert not rank_contexts([1218.6])  # one process: a foreign one as likely
     assert not rank_contexts([419.5, 15206.4])  # differing sizes
     assert not rank_contexts([20480.0, 20480.0])  # large: whole jobs, not contexts
+
+
+def test_a_traceback_through_torchs_zip_reader_is_a_truncated_checkpoint() -> None:
+    """The error line is cut after 'PytorchStreamReader'; the reader's frame says enough."""
+    case = "checkpoint/central_directory_load_trained_iter_mmagic_876.log"
+    assert top(excerpt(case)) == "checkpoint#truncated-checkpoint"
+
+
+def test_the_zip_readers_class_name_alone_is_no_truncated_checkpoint() -> None:
+    # constructed: the reader named in a line that is no traceback frame of its constructor
+    line = "reader = torch._C.PyTorchFileReader(f)"
+    assert "checkpoint#truncated-checkpoint" not in links(line)
