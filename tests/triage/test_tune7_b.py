@@ -117,3 +117,32 @@ def test_the_zip_readers_class_name_alone_is_no_truncated_checkpoint() -> None:
     # constructed: the reader named in a line that is no traceback frame of its constructor
     line = "reader = torch._C.PyTorchFileReader(f)"
     assert "checkpoint#truncated-checkpoint" not in links(line)
+
+
+@pytest.mark.parametrize("case", [
+    "convergence/llava_next_llama3_sft_loss_zero_after_first_step_12.log",
+    "convergence/loss_zero_from_second_step_tiny_grad_norm_qwen2_sft_qwen3_771.log",
+])
+def test_a_loss_that_drops_to_exactly_zero_is_the_template_answer(case: str) -> None:
+    assert top(excerpt(case)) == "convergence#template-mismatch"
+
+
+def test_a_nan_step_printed_as_zero_stays_a_nan() -> None:
+    """HF's NaN filter prints the loss as 0.0 beside a NaN grad norm: the NaN answers it."""
+    case = "loss-spike/grad_norm_nan_loss_zero_second_step_zero2_llamafactory_9298.log"
+    found = links(excerpt(case))
+    assert found[0] == "loss-spike#nan-loss"
+    assert "convergence#template-mismatch" not in found
+
+
+def test_zero_tail_needs_an_abrupt_drop_and_no_nan() -> None:
+    from trainmedic.triage.loss_zero import zero_tail
+
+    assert zero_tail([(1, 1.9166), (2, 0.0), (3, 0.0)], nan_seen=False, framework="hf-trainer")
+    # a small task memorised: the loss passes through small values before a rounded 0.0
+    assert zero_tail([(1, 0.9), (2, 0.05), (3, 0.0)], nan_seen=False, framework=None) is None
+    assert zero_tail([(1, 1.7), (2, 0.0)], nan_seen=True, framework=None) is None
+    assert zero_tail([(1, 0.0), (2, 0.0)], nan_seen=False, framework=None) is None
+    # an RL objective: negative values, or verl's policy loss
+    assert zero_tail([(1, -0.2), (2, 0.3), (3, 0.0)], nan_seen=False, framework=None) is None
+    assert zero_tail([(1, 0.3), (2, 0.0)], nan_seen=False, framework="verl") is None
