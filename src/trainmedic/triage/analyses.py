@@ -19,7 +19,7 @@ LOSS_ANALYSES = ("loss-spike", "loss-nan", "grad-norm-explosion", "loss-scale-co
 # rank-comparison verdict kind -> analysis name
 RANK_ANALYSES = {"mismatch": "rank-mismatch", "behind": "rank-behind", "silent": "rank-silent"}
 # analyses of the whole log once it is read
-WHOLE_LOG = ("loss-plateau", "loss-chance", "step-time-creep", "data-wait", "lr-zero",
+WHOLE_LOG = ("loss-plateau", "loss-chance", "loss-zero", "step-time-creep", "data-wait", "lr-zero",
              "ib-expected-missing", "world-rank-duplicated", "world-partial")
 LR_ZERO_MIN = 3  # progress lines in a row printing the learning rate as 0 (one is a schedule's
 # first warm-up step or its last step)
@@ -170,6 +170,18 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
         return (f"only {seen} of {world} processes announced themselves and rank 0 never saw "
                 "the world complete: the others (often a whole node) never joined", None,
                 {"members": seen, "world": world}, lines)
+    if name == "loss-zero":
+        from trainmedic.triage.loss_zero import zero_tail
+
+        for loss, _evidence in scanner.loss.runs:
+            z = zero_tail(loss.points, framework=loss.framework, nan_seen=bool(
+                loss.nan_count or loss.grad_norm_nan_count or loss.missing_loss_steps))
+            if z is not None:
+                return (f"the loss drops from {z['before']:.4g} to exactly 0.0 at step "
+                        f"{z['from_step']} and stays there ({z['zeros']} reading(s)): no token "
+                        "carries loss any more (the loss mask or template leaves nothing)",
+                        None, z, [])
+        return None
     if name == "lr-zero":
         for loss, _evidence in scanner.loss.runs:
             if loss.lr_zero_tail < LR_ZERO_MIN:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from trainmedic.textsafe import inert_line
-from trainmedic.triage import optimizer_share, smi_rows
+from trainmedic.triage import oom_contexts, optimizer_share, smi_rows
 
 MiB = float
 
@@ -118,6 +118,8 @@ def oom_outcome(text: str, d: dict[str, Any]) -> str | None:
         # Before PyTorch 2.2 the process itself is listed as "Process PID" too: drop the largest.
         others = sorted(others, key=lambda o: o[1] or 0.0)[:-1]
     foreign = sum(o[1] or 0.0 for o in others)
+    if oom_contexts.rank_contexts([o[1] or 0.0 for o in others]):
+        return "rank-contexts"
     if others and foreign >= max(1024.0, 0.1 * total) and not _same_process(own, others):
         return "other-process"
     if tried and free is not None and free + unalloc < tried:
@@ -175,6 +177,8 @@ _OOM_ENDINGS = {
     "first-iteration": ": training started but no step finished, the configuration does not fit",
     "checkpoint-save": ": while saving a checkpoint (gathering the full state on one GPU)",
     "eval-oom": ": during evaluation",
+    "device-zero": (": several processes of one small size share this GPU,"
+                    " the other ranks' CUDA contexts"),
 }
 
 
@@ -385,7 +389,7 @@ def _read_optimizer_share(text: str, _ctx: LineContext) -> LineResult:
 
 
 HOOKS: dict[str, Hook] = {h.name: h for h in (
-    Hook("cuda-oom", frozenset({"other-process", "fragmented", "does-not-fit",
+    Hook("cuda-oom", frozenset({"other-process", "rank-contexts", "fragmented", "does-not-fit",
                                 "no-step-finished", "evaluating"}),
          _read_oom, _merge_oom, _oom_summary, _keep_oom),
     Hook("xid", frozenset(), _read_xid, _merge_lists, _xid_summary),
