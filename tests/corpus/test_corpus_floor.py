@@ -14,8 +14,7 @@ turns into a failure (strict) the day it passes, so its mark is removed then.
 With the reported symptom (`triage --symptom`, each case's `reported:` from its thread title;
 `unknown` runs log-only, healthy logs always do) the tune and batch-1 holdout groups hold their
 own levels, apart from the log-only floors above, which they never replace. A later blind batch
-(`holdout-8`, ...) is reported and stays silent on its healthy logs; once measured, it holds the
-level of its first blind run.
+(`holdout-8`, ...) holds the level measured when it came and stays silent on its healthy logs.
 """
 
 from __future__ import annotations
@@ -54,7 +53,10 @@ HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.88, 0.86
 # blind measure: 76/101, 60/100 when opened -> 89/101, 84/100 (7 labels set to the node the
 # message leads to, not the fix the thread chose: +6 node; general rules and signatures: +13
 # tree, +18 node). That round moved the blind groups by one node hit each.
-HELD_BATCH3_TREE, HELD_BATCH3_NODE = 0.88, 0.84
+# On 2026-12-01 the rounds on tune-6 and tune-7 took it to 93/101, 89/100 (a Megatron-DeepSpeed
+# index-cache case went to the guess's tree when the learned words were relearned with batch 7,
+# and came back with a rule).
+HELD_BATCH3_TREE, HELD_BATCH3_NODE = 0.92, 0.89
 # Batch 4 (87 incidents, 12 healthy logs after review) was collected and reviewed blind like
 # batch 3 and run once on the code of the stop before (72/87 tree, 49/79 node, one false alarm:
 # ZeRO-3's trace-cache warning in a healthy dense-model run), then on this stop's code (74/87,
@@ -66,7 +68,8 @@ HELD_BATCH3_TREE, HELD_BATCH3_NODE = 0.88, 0.84
 # measure. Its two tuning rounds (node precision, following the trees' own questions; 3 labels
 # moved to the node the tree routes the message to) took it from 74/87, 55/79 (the learned words
 # relearned with it) to 83/87, 74/80, and moved the blind groups by -1 node each.
-HELD_BATCH4_TREE, HELD_BATCH4_NODE = 0.95, 0.92
+# 2026-12-01: 83/87, 75/80 (an OOM inside Adam's update is the optimizer state's node).
+HELD_BATCH4_TREE, HELD_BATCH4_NODE = 0.95, 0.93
 # Batch 5 (91 incidents, 12 healthy logs after review; a second blind labeller agrees with the
 # first on 86/91 trees and 82/91 nodes) was collected and reviewed blind, and run once on the
 # code of the stop before (62/91 tree, 49/91 node, one false alarm: NCCL's socket fall-back on a
@@ -76,7 +79,9 @@ HELD_BATCH4_TREE, HELD_BATCH4_NODE = 0.95, 0.92
 # (group `tune-5`), batch 6 taking its place as the blind measure: 64/91, 53/91 once the learned
 # words knew it; its two tuning rounds reached 80/91, 72/91 (with the symptom 84/91, 74/91) and
 # moved batch 6 by +1 tree, +1 node.
-HELD_BATCH5_TREE, HELD_BATCH5_NODE = 0.87, 0.79
+# 2026-12-01: 80/91, 74/91 (detectron2#1563's backward OOM with 5.5 GiB cached but unusable is
+# fragmentation, by the tree's order; two tune labels that said otherwise were moved with it).
+HELD_BATCH5_TREE, HELD_BATCH5_NODE = 0.87, 0.81
 # Batch 6 (90 incidents, 12 healthy logs after review; a third person's blind labels agree with
 # the first on 81/90 trees and 73/90 nodes) was collected and reviewed blind, and run once on the
 # code of the stop before (58/90 tree, 47/90 node, no false alarm; with the reported symptom
@@ -84,16 +89,28 @@ HELD_BATCH5_TREE, HELD_BATCH5_NODE = 0.87, 0.79
 # (60/90, 47/90) and after two duplicate fixes were merged into one node each (61/90, 48/90; with
 # the symptom 68/90, 48/90). Nobody had tuned on it until it was opened for a tuning round
 # (group `tune-6`) on 2026-12-01, batch 7 taking its place as the blind measure: 63/90, 53/90
-# once the learned words knew it.
-HELD_BATCH6_TREE, HELD_BATCH6_NODE = 0.67, 0.53
+# once the learned words knew it; its two tuning rounds (infra and model trees) reached 73/90,
+# 66/90 (with the symptom 80/90, 67/90) and moved batch 7, then blind, by nothing.
+HELD_BATCH6_TREE, HELD_BATCH6_NODE = 0.81, 0.73
 # Batch 7 (89 cases collected blind by three people on 2026-12-01; the blind review removed one
 # duplicate incident: 78 incidents, 21 of them with the tree only (TREE#?), 10 healthy logs; a
 # fourth person's blind labels agree with the first on 69/78 trees and 50/54 nodes) was run
 # once on the code of the stop before (50/78 tree, 28/57 node, no false alarm; with the reported
 # symptom 54/78, 28/57) and on this stop's code after the rounds on tune-6: the same. Nobody had
 # tuned on it until it was opened for a tuning round (group `tune-7`) the same day, batch 8
-# taking its place as the blind measure.
-HELD_BATCH7_TREE, HELD_BATCH7_NODE = 0.64, 0.49
+# taking its place as the blind measure: 51/78, 29/57 once the learned words knew it; the guess's
+# reweighting (below) and its two tuning rounds reached 65/78, 41/57 (with the symptom 68/78,
+# 41/57).
+HELD_BATCH7_TREE, HELD_BATCH7_NODE = 0.83, 0.71
+# Batch 8 (47 cases collected blind by three people on 2026-12-01, when the public threads the
+# search reaches were mostly in the corpus already; the blind review dropped a repeat of a batch-1
+# thread: 39 incidents, 9 with the tree only, 7 healthy logs; a fifth person's blind labels agree
+# with the first on 37/39 trees and 27/29 nodes) was run once on the code of the stop before and
+# on this stop's code after the rounds on tune-6: 23/39 tree, 16/30 node both times (with the
+# reported symptom 26/39, 16/30), then after the guess's reweighting (chosen by cross-validation
+# on tune data only) and the rounds on tune-7: 24/39, 16/30 (with the symptom 27/39, 16/30).
+# Nobody has tuned on it.
+HELD_BATCH8_TREE, HELD_BATCH8_NODE = 0.61, 0.53
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
 # were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
 # the end (see the benchmark's second table). Ratchets: they can only rise.
@@ -104,13 +121,15 @@ HELD_SAID_TUNE_TREE, HELD_SAID_TUNE_NODE = 0.97, 0.95
 # from 60/86 to 59/86 when Megatron's "found NaN in local grad norm" check moved from
 # loss-spike#nan-source to the nan-loss question it leads to (the message does not say when the
 # NaN began; decided on tune cases, and two tune labels already said nan-loss): 0.69 -> 0.68.
-HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.80, 0.68
+# 2026-12-01: 71/87, 62/86 (log only 67/87, 61/86), the guess's reweighting and an OOM rule.
+HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.81, 0.72
 HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE = 0.91, 0.88
-HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE = 0.90, 0.84
-HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE = 0.98, 0.92
-HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE = 0.92, 0.81
-HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE = 0.75, 0.53
-HELD_SAID_BATCH7_TREE, HELD_SAID_BATCH7_NODE = 0.69, 0.49
+HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE = 0.94, 0.90
+HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE = 0.98, 0.93
+HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE = 0.92, 0.83
+HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE = 0.88, 0.74
+HELD_SAID_BATCH7_TREE, HELD_SAID_BATCH7_NODE = 0.87, 0.71
+HELD_SAID_BATCH8_TREE, HELD_SAID_BATCH8_NODE = 0.69, 0.53
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
 
@@ -204,11 +223,13 @@ def test_tune_split_holds_its_level(splits):
     ("tune-5", HELD_BATCH5_TREE, HELD_BATCH5_NODE),
     ("tune-6", HELD_BATCH6_TREE, HELD_BATCH6_NODE),
     ("tune-7", HELD_BATCH7_TREE, HELD_BATCH7_NODE),
+    ("holdout-8", HELD_BATCH8_TREE, HELD_BATCH8_NODE),
 ])
 def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
                                                                         node):
     batch = splits[group]
-    assert batch.cases >= 75 and batch.healthy >= 10, _summary(batch)
+    # batch 8 is the small one (39 incidents, 7 healthy logs)
+    assert batch.cases >= 35 and batch.healthy >= 7, _summary(batch)
     assert batch.false_alarms == 0, [m for m in batch.misses if "false alarm" in m]
     assert batch.tree_rate >= tree, _summary(batch)
     assert batch.node_rate >= node, _summary(batch)
@@ -230,18 +251,20 @@ def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
     ("tune-5", HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE),
     ("tune-6", HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE),
     ("tune-7", HELD_SAID_BATCH7_TREE, HELD_SAID_BATCH7_NODE),
+    ("holdout-8", HELD_SAID_BATCH8_TREE, HELD_SAID_BATCH8_NODE),
 ])
 def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
                                                                        tree, node):
     held = said[group]
     report = f"with the symptom: {_summary(held)}; log only: {_summary(splits[group])}"
-    assert held.cases >= 50 and held.false_alarms == 0, report
+    assert held.cases >= 35 and held.false_alarms == 0, report
     assert held.tree_rate >= tree, report
     assert held.node_rate >= node, report
 
 
 def test_later_blind_batches_stay_silent_on_healthy_logs(splits, said):
-    """Every blind batch (holdout-8 and after): no false alarm, log only or with the symptom."""
+    """Every blind batch (holdout-8 and after, with a level or not yet): no false alarm, log only
+    or with the symptom."""
     later = sorted(g for g in splits if g.startswith("holdout-"))
     if not later:
         pytest.skip("no blind batch in the corpus")
