@@ -187,9 +187,9 @@ def _posterior(classes: Mapping[str, Mapping[str, int]], words: list[str], alpha
         score[name] = sum(weight(w) * (math.log(counts.get(w, 0) + alpha) - total)
                           for w in seen)
     top = max(score.values())
-    weights = {name: math.exp(s - top) for name, s in score.items()}
-    norm = sum(weights.values())
-    return {name: w / norm for name, w in sorted(weights.items())}
+    odds = {name: math.exp(s - top) for name, s in score.items()}
+    norm = sum(odds.values())
+    return {name: w / norm for name, w in sorted(odds.items())}
 
 
 def fit(docs: Iterable[tuple[str, str]], *, alpha: float = ALPHA,
