@@ -2,7 +2,7 @@
 
 A process that touches CUDA before selecting its own device opens a context on GPU 0. When every
 rank does so, nvidia-smi lists under GPU 0 one large process (the rank that trains there) and
-one small process of about the same size per other rank (their contexts, 0.3-2 GiB each). The
+one small process of about the same size per other rank (their contexts, 0.2-2.5 GiB each). The
 `gpu-process-rows` hook reads the rows one by one; the finding is kept only when one GPU shows
 that pattern, so a table with one process per GPU is no finding.
 """
@@ -13,6 +13,8 @@ import re
 from collections import Counter, defaultdict
 from typing import Any
 
+from trainmedic.triage import oom_contexts
+
 # "|    0   N/A  N/A   2695172      C   python      26167MiB |" (the GI and CI columns since
 # driver 450) or "|    0     12345      C   python     871MiB |" (older drivers); every
 # repetition is bounded, so a hostile line stays linear
@@ -20,8 +22,8 @@ _ROW = re.compile(r"^\s{0,8}\|?\s{0,12}(\d{1,2})\s{1,12}(?:N/A\s{1,12}N/A\s{1,12
                   r"\d{1,3}\s{1,12})?(\d{1,9})\s{1,12}C\s{1,12}(\S[^|]{0,200}?)\s{1,40}"
                   r"(\d{1,9}) ?MiB\s{0,12}\|?\s{0,12}$")
 
-CONTEXT_MIN_MIB = 150  # a CUDA context of a recent driver takes at least a few hundred MiB
-CONTEXT_MAX_MIB = 2048  # a bare CUDA context (with cuBLAS/NCCL workspaces) stays below this
+# a bare CUDA context's size, as the OOM message's process list reads it too
+CONTEXT_MIN_MIB, CONTEXT_MAX_MIB = oom_contexts.CONTEXT_MIN_MIB, oom_contexts.CONTEXT_MAX_MIB
 MIN_EXTRA = 2  # at least two other ranks' contexts of the same size on that GPU
 
 
