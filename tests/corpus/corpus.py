@@ -6,8 +6,8 @@ lines starting with `# source: URL`, a `# ---` line, then the excerpt verbatim. 
 `split` is `tune` (signatures may be tuned on it) or `holdout` (never read while tuning).
 `batch: 2` and `batch: 3` mark cases collected after the first signatures were written (all held
 out): each batch was run blind once, then reported apart (`group`), as the fairest measure of
-unseen logs; batches 2 to 7 were opened for tuning after that (`OPENED`: groups `tune-2` to
-`tune-7`).
+unseen logs; batches 2 to 8 were opened for tuning after that (`OPENED`: groups `tune-2` to
+`tune-8`).
 `reported` is what the thread's author said they saw, in the words of the triage entry question
 (`REPORTED`), taken from the thread's title only (the corpus keeps no opening post), never from
 the excerpt or the expected node; held-out cases were labelled from an opaque id and the title
@@ -49,7 +49,10 @@ BATCHES = ("1", "2", "3", "4", "5", "6", "7", "8", "9")
 # Batch 7 was run blind at 50/78 tree, 28/57 node (the same on the previous stop's code and after
 # the rounds on tune-6; with the reported symptom 54/78, 28/57), then opened the same way (group
 # `tune-7`) while batch 8 was collected.
-OPENED = ("2", "3", "4", "5", "6", "7")
+# Batch 8 was run blind at 23/39 tree, 16/30 node on the code of the stop before it and 24/39,
+# 16/30 on the code of the stop that collected it (with the reported symptom 27/39, 16/30), then
+# opened the same way (group `tune-8`) while batch 9 was collected.
+OPENED = ("2", "3", "4", "5", "6", "7", "8")
 # What a user can tell triage they saw (the triage tree's first question), `unknown` if unsaid.
 REPORTED = ("hang", "crash", "slow", "diverged", "not-learning", "unknown")
 _HEADER = re.compile(r"^# ([a-z-]+): ?(.*)$")
