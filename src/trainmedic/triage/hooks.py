@@ -54,6 +54,11 @@ class Hook:
     merge: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
     summary: Callable[[HitView, Any], str | None] | None = None
     keep: Callable[[HitView, Any], bool] | None = None
+    # A message a terminal or a paste may have broken over several lines: the phrases its
+    # continuation lines hold (so the prefilter keeps them), and whether the text read so far
+    # may go on. The scanner joins the next lines that hold one and reads the whole again.
+    wraps: tuple[str, ...] = ()
+    unfinished: Callable[[str], bool] | None = None
 
 
 # ---- cuda-oom: the caching allocator's message and its numbers ------------------------------
@@ -150,6 +155,20 @@ def _read_oom(text: str, ctx: LineContext) -> LineResult:
     elif outcome is None and ctx.started and not ctx.progressed:
         outcome = "no-step-finished"  # training began but no step finished: it cannot fit
     return LineResult(outcome, d)
+
+
+# The fields of the allocator's message after "Tried to allocate", old form and new: a message
+# hard-wrapped at 80 columns (a tmux pane, a notebook, a paste) carries its sizes on the lines
+# below (https://github.com/deepspeedai/DeepSpeedExamples/issues/389).
+OOM_WRAPS = ("total capacity", "already allocated", "reserved in total by PyTorch",
+             "memory in use", "allocated by PyTorch", "but unallocated")
+# what only the end of the message holds: the sizes that decide fragmentation, or the advice
+_OOM_ENDS = ("reserved in total by PyTorch", "but unallocated", "max_split_size_mb",
+             "PYTORCH_CUDA_ALLOC_CONF")
+
+
+def _oom_unfinished(text: str) -> bool:
+    return "Tried to allocate" in text and not any(end in text for end in _OOM_ENDS)
 
 
 def _keep_oom(hit: HitView, view: Any) -> bool:
@@ -391,7 +410,8 @@ def _read_optimizer_share(text: str, _ctx: LineContext) -> LineResult:
 HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("cuda-oom", frozenset({"other-process", "rank-contexts", "fragmented", "does-not-fit",
                                 "no-step-finished", "evaluating"}),
-         _read_oom, _merge_oom, _oom_summary, _keep_oom),
+         _read_oom, _merge_oom, _oom_summary, _keep_oom, wraps=OOM_WRAPS,
+         unfinished=_oom_unfinished),
     Hook("xid", frozenset(), _read_xid, _merge_lists, _xid_summary),
     Hook("named-ranks", frozenset(), _read_named_ranks, _merge_lists),
     Hook("overflow-burst", frozenset(), _read_nothing, None, _overflow_summary, _keep_overflow),

@@ -117,6 +117,11 @@ class _Match:
     when: tuple[datetime | None, bool, bool]
     before: tuple[tuple[int, str], ...] = ()
     after: set[str] = field(default_factory=set)
+    # a message its hook says may go on below (`Hook.unfinished`): its lines so far, the last
+    # one's number, and what the hook was told when it read the first
+    wrap: list[str] | None = None
+    wrap_last: int = 0
+    ctx: LineContext | None = None
 
 
 @dataclass
@@ -148,7 +153,10 @@ class Scanner:
         self._near = frozenset(self.signatures.near_needles)
         # Needles that make a line worth Python's time: signatures, the words routes look for
         # above a match, errors no signature knows, the launcher's summary, progress lines.
-        watch = {*sig_needles, *self._near, *unmatched.NEEDLES, *launcher.NEEDLES,
+        # the lines a wrapped message goes on with (a hook's `wraps`)
+        self._wraps = frozenset(n for sig in self.signatures.signatures for n in
+                                (sig.hook.wraps if sig.hook is not None else ()))
+        watch = {*sig_needles, *self._near, *self._wraps, *unmatched.NEEDLES, *launcher.NEEDLES,
                  *trends.NEEDLES, *trends.IB_NEEDLES, *trends.WORLD_NEEDLES}
         self.needles = _minimal(watch | set(SERIES_NEEDLES))
         # Megatron-style logs: the loss package reads the iteration lines in blocks, so the
@@ -536,7 +544,11 @@ class Scanner:
                 add_ranks(self.known_ranks, named)
         m = _Match(sig, text, source.name, idx, lineno, rank, host, outcome, details, named,
                    _time_of(recent))
-        if any(r.near for r in sig.routes):
+        wraps = sig.hook is not None and sig.hook.unfinished is not None \
+            and sig.hook.unfinished(text)
+        if wraps:
+            m.wrap, m.wrap_last, m.ctx = [text], lineno, ctx
+        if wraps or any(r.near for r in sig.routes):
             # `near` also looks below the match (IPython prints the exception above the frames):
             # decide once the lines that follow are read
             m.before = tuple(recent)
@@ -553,6 +565,23 @@ class Scanner:
             if m.lineno != lineno:
                 for route in m.sig.routes:
                     m.after.update(n for n in route.near if n in text)
+                if m.wrap is not None:
+                    self._go_on(m, text, lineno)
+
+    def _go_on(self, m: _Match, text: str, lineno: int) -> None:
+        """The next line of a wrapped message joins it, and the whole is read again."""
+        hook = m.sig.hook
+        if hook is None or m.wrap is None or m.ctx is None or hook.unfinished is None \
+                or lineno != m.wrap_last + 1 or not any(w in text for w in hook.wraps):
+            m.wrap = None  # the message ended (or a line of it was not kept): read as it is
+            return
+        m.wrap.append(text.strip())
+        m.wrap_last = lineno
+        joined = " ".join(m.wrap)
+        result = hook.read(joined, m.ctx)
+        m.outcome, m.details = result.outcome, result.details
+        if not hook.unfinished(joined):
+            m.wrap = None
 
     def _flush_pending(self) -> None:
         while self._pending:
