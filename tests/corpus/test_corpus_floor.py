@@ -118,6 +118,13 @@ HELD_BATCH8_TREE, HELD_BATCH8_NODE = 0.61, 0.53
 # stop's code before its tuning rounds were merged: 29/42 tree, 19/38 node both times (with the
 # reported symptom 31/42, 19/38). Nobody has tuned on it.
 HELD_BATCH9_TREE, HELD_BATCH9_NODE = 0.69, 0.50
+# Batch 10 (50 cases collected blind by three people on 2026-12-01, reviewed blind: 44
+# incidents, 6 with the tree only, 4 healthy logs; a seventh person's blind labels, given the
+# corpus's settled labelling rules, agree with the first on 42/44 trees and 34/34 nodes) was run
+# once on the code of the stop before and once on this stop's code after the first tuning round
+# on tune-8: 28/44 tree, 18/38 node both times (with the reported symptom 34/44, 18/38). Nobody
+# has tuned on it.
+HELD_BATCH10_TREE, HELD_BATCH10_NODE = 0.63, 0.47
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
 # were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
 # the end (see the benchmark's second table). Ratchets: they can only rise.
@@ -138,6 +145,7 @@ HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE = 0.88, 0.74
 HELD_SAID_BATCH7_TREE, HELD_SAID_BATCH7_NODE = 0.87, 0.71
 HELD_SAID_BATCH8_TREE, HELD_SAID_BATCH8_NODE = 0.69, 0.53
 HELD_SAID_BATCH9_TREE, HELD_SAID_BATCH9_NODE = 0.73, 0.50
+HELD_SAID_BATCH10_TREE, HELD_SAID_BATCH10_NODE = 0.77, 0.47
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
 
@@ -233,12 +241,13 @@ def test_tune_split_holds_its_level(splits):
     ("tune-7", HELD_BATCH7_TREE, HELD_BATCH7_NODE),
     ("tune-8", HELD_BATCH8_TREE, HELD_BATCH8_NODE),
     ("holdout-9", HELD_BATCH9_TREE, HELD_BATCH9_NODE),
+    ("holdout-10", HELD_BATCH10_TREE, HELD_BATCH10_NODE),
 ])
 def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
                                                                         node):
     batch = splits[group]
-    # batch 8 is the smallest (39 incidents, 7 healthy logs); batch 9 has 6 healthy logs
-    assert batch.cases >= 35 and batch.healthy >= 6, _summary(batch)
+    # batch 8 is the smallest (39 incidents); batch 10 has the fewest healthy logs (4)
+    assert batch.cases >= 35 and batch.healthy >= 4, _summary(batch)
     assert batch.false_alarms == 0, [m for m in batch.misses if "false alarm" in m]
     assert batch.tree_rate >= tree, _summary(batch)
     assert batch.node_rate >= node, _summary(batch)
@@ -262,6 +271,7 @@ def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
     ("tune-7", HELD_SAID_BATCH7_TREE, HELD_SAID_BATCH7_NODE),
     ("tune-8", HELD_SAID_BATCH8_TREE, HELD_SAID_BATCH8_NODE),
     ("holdout-9", HELD_SAID_BATCH9_TREE, HELD_SAID_BATCH9_NODE),
+    ("holdout-10", HELD_SAID_BATCH10_TREE, HELD_SAID_BATCH10_NODE),
 ])
 def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
                                                                        tree, node):
