@@ -1,0 +1,57 @@
+"""Rules from the tune-8 round on the oom, loss-spike, convergence, checkpoint, sharding, compile,
+moe and data-pipeline trees: each checked on the tune case that showed it and against a line it
+must leave alone.
+
+Log text comes from the public corpus (tests/corpus, tune cases only; the source URL is on each
+case's first line) or from the public thread a rule's comment names; the few lines marked
+"constructed" are written for the test in the shape of the real ones.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .routed import links, top
+from .test_never_silent import excerpt  # a tune case's excerpt (tune cases only)
+
+# an old-style CUDA OOM with little cached slack (ColossalAI 5068's own line), for the routes
+OOM = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB (GPU 4; "
+       "79.32 GiB total capacity; 77.24 GiB already allocated; 443.56 MiB free; 77.32 GiB reserved "
+       "in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb "
+       "to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF")
+
+
+@pytest.mark.parametrize(("case", "link"), [
+    # the OOM came while a lazily built model was materialised (ColossalAI's LazyTensor)
+    ("oom/lazy_init_materialize_oom_llama2_70b_colossalai_5068.log", "oom#model-init"),
+    # the OOM came while ZeRO-3 gathered a sub-module's parameters (fetch_sub_module)
+    ("sharding/zero3_offload_param_fetch_oom_falcon40b_lightning_18134.log",
+     "sharding#zero-bucket-memory"),
+])
+def test_tune8_case_lands_on_its_node(case: str, link: str) -> None:
+    assert top(excerpt(case)) == link
+
+
+def test_a_materialising_frame_routes_the_oom_to_model_init() -> None:
+    # constructed: FSDP1's meta-device materialisation frame above the same OOM line
+    frame = ('  File "/usr/lib/python3.10/site-packages/torch/distributed/fsdp/_init_utils.py", '
+             'line 888, in _materialize_meta_module')
+    assert top(frame + "\n" + OOM) == "oom#model-init"
+
+
+def test_torch_lazy_cuda_init_frame_is_not_a_materialising_one() -> None:
+    # torch/cuda/__init__.py's _lazy_init (CUDA initialisation) is no model materialisation
+    frame = ('  File "/usr/lib/python3.10/site-packages/torch/cuda/__init__.py", line 298, '
+             'in _lazy_init')
+    assert top(frame + "\n" + OOM) != "oom#model-init"
+
+
+def test_a_zero3_stack_dump_without_an_oom_is_not_bucket_memory() -> None:
+    # the fetch frame alone (a hang's stack dump) stays with the hang's signature
+    line = ('  File "/mnt/nvme1/code/github/00optimize/DeepSpeed/deepspeed/runtime/zero/stage3.py",'
+            ' line 406 in fetch_sub_module')
+    assert "sharding#zero-bucket-memory" not in links(line)
+
+
+def test_an_oom_without_the_fetch_frame_is_not_bucket_memory() -> None:
+    assert "sharding#zero-bucket-memory" not in links(OOM)
