@@ -16,9 +16,10 @@ from .test_never_silent import excerpt  # a tune case's excerpt (tune cases only
 
 # an old-style CUDA OOM with little cached slack (ColossalAI 5068's own line), for the routes
 OOM = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 448.00 MiB (GPU 4; "
-       "79.32 GiB total capacity; 77.24 GiB already allocated; 443.56 MiB free; 77.32 GiB reserved "
-       "in total by PyTorch) If reserved memory is >> allocated memory try setting max_split_size_mb "
-       "to avoid fragmentation.  See documentation for Memory Management and PYTORCH_CUDA_ALLOC_CONF")
+       "79.32 GiB total capacity; 77.24 GiB already allocated; 443.56 MiB free; 77.32 GiB "
+       "reserved in total by PyTorch) If reserved memory is >> allocated memory try setting "
+       "max_split_size_mb to avoid fragmentation.  See documentation for Memory Management and "
+       "PYTORCH_CUDA_ALLOC_CONF")
 
 
 @pytest.mark.parametrize(("case", "link"), [
@@ -55,3 +56,28 @@ def test_a_zero3_stack_dump_without_an_oom_is_not_bucket_memory() -> None:
 
 def test_an_oom_without_the_fetch_frame_is_not_bucket_memory() -> None:
     assert "sharding#zero-bucket-memory" not in links(OOM)
+
+
+def test_losses_from_a_small_pool_of_exact_values_are_no_update() -> None:
+    # litgpt 834: 22 losses (shuffled batches) take 8 exact values: the weights do not change
+    assert top(excerpt("convergence/lora_ddp_losses_repeat_exactly_litgpt_834.log")) == (
+        "convergence#no-update")
+
+
+def _iters(losses: list[str], ranks: int = 1) -> str:
+    # constructed in litgpt's progress format
+    return "\n".join(f"iter {i} step {i}: loss {v}, iter time: 95.00ms"
+                     for i, v in enumerate(losses, 1) for _ in range(ranks))
+
+
+def test_low_precision_losses_that_recur_are_not_a_pool() -> None:
+    # a loss printed with two digits repeats by chance in a healthy run
+    values = ["3.5", "3.4", "3.5", "3.3", "3.4", "3.2", "3.3", "3.2", "3.1", "3.2", "3.1", "3.0",
+              "3.1", "3.0"]
+    assert "convergence#no-update" not in links(_iters(values))
+
+
+def test_every_rank_printing_the_same_step_is_one_reading() -> None:
+    # constructed: a healthy falling loss, each step's line printed by four ranks
+    values = [f"{3.9 - 0.0137 * i:.4f}" for i in range(16)]
+    assert "convergence#no-update" not in links(_iters(values, ranks=4))
