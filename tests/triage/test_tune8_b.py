@@ -81,3 +81,34 @@ def test_every_rank_printing_the_same_step_is_one_reading() -> None:
     # constructed: a healthy falling loss, each step's line printed by four ranks
     values = [f"{3.9 - 0.0137 * i:.4f}" for i in range(16)]
     assert "convergence#no-update" not in links(_iters(values, ranks=4))
+
+
+def test_a_run_of_zero_learning_rates_before_it_rises_is_lr_too_small() -> None:
+    # Qwen 672: 'learning_rate': 0 on six lines (five epochs), then 0.0003
+    assert top(excerpt("convergence/learning_rate_zero_first_epochs_multi_gpu_lora_qwen_672.log")
+               ) == "convergence#lr-too-small"
+
+
+def _hf(lrs: list[str]) -> list[str]:
+    # constructed in the HF Trainer's dict format
+    return [f"{{'loss': {2.5 - 0.01 * i:.4f}, 'learning_rate': {lr}, "
+            f"'epoch': {0.01 * (i + 1):.2f}}}" for i, lr in enumerate(lrs)]
+
+
+def test_one_zero_learning_rate_at_the_start_of_a_warm_up_is_no_finding() -> None:
+    text = "\n".join(_hf(["0.0", "1e-05", "2e-05", "3e-05", "4e-05", "5e-05"]))
+    assert "convergence#lr-too-small" not in links(text)
+
+
+def test_zero_learning_rates_while_the_fp16_scaler_skips_steps_are_no_finding() -> None:
+    # a skipped step leaves the scheduler at 0; DeepSpeed's overflow lines say so
+    ovf = ("[2021-06-08 12:02:45,001] [INFO] [stage3.py:2323:_overflow_clean_up] [deepscale] "
+           "OVERFLOW! Rank 0 Skipping step. Attempted loss scale: {a}, reducing to {b}")
+    lines: list[str] = []
+    scale = 2.0 ** 32
+    for line in _hf(["0.0", "0.0", "0.0", "0.0", "1e-05", "2e-05", "3e-05"]):
+        if "'learning_rate': 0.0" in line:
+            lines.append(ovf.format(a=scale, b=scale / 2))
+            scale /= 2
+        lines.append(line)
+    assert "convergence#lr-too-small" not in links("\n".join(lines))

@@ -191,6 +191,15 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
         return None
     if name == "lr-zero":
         for loss, _evidence in scanner.loss.runs:
+            if loss.lr_zero_tail < LR_ZERO_MIN and loss.lr_zero_run >= LR_ZERO_MIN and not (
+                    loss.overflow_events or loss.skipped_iterations or loss.scale_events):
+                # zeros the schedule left behind before the rate rose: those optimizer steps
+                # changed nothing (https://github.com/QwenLM/Qwen/issues/672: 'learning_rate': 0
+                # for five epochs, then 0.0003). Not where an fp16 scaler skipped steps: a
+                # skipped step leaves the scheduler where it was, so a warm-up from 0 prints 0
+                return (f"the learning rate is printed as 0 on {loss.lr_zero_run} progress lines "
+                        "in a row before it rises: the optimizer's steps there changed nothing",
+                        None, {"lines": loss.lr_zero_run, "grad_zero": False}, [])
             if loss.lr_zero_tail < LR_ZERO_MIN:
                 continue
             grad_zero = loss.grad_zero_tail >= LR_ZERO_MIN

@@ -466,6 +466,7 @@ class LineReader:
             return
         a = self.a
         a.lr_zero_tail = a.lr_zero_tail + 1 if lr == 0.0 else 0
+        a.lr_zero_run = max(a.lr_zero_run, a.lr_zero_tail)
         if grad is not None:
             a.grad_zero_tail = a.grad_zero_tail + 1 if grad == 0.0 else 0
 
