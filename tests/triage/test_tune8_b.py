@@ -112,3 +112,29 @@ def test_zero_learning_rates_while_the_fp16_scaler_skips_steps_are_no_finding() 
             scale /= 2
         lines.append(line)
     assert "convergence#lr-too-small" not in links("\n".join(lines))
+
+
+@pytest.mark.parametrize("case", [
+    # litgpt 628: 1.70, then 11.46 and it stays between 10 and 12
+    "loss-spike/loss_1_7_to_11_full_finetune_codellama_litgpt_628.log",
+    # gpt-neox 947: lm_loss 2.28 at iteration 1, 11.05 at iteration 2
+    "loss-spike/neox_llama_bf16_lm_loss_2_27_to_11_05_after_first_step_gpt_neox_947.log",
+])
+def test_a_jump_to_a_language_models_chance_loss_is_a_spike_with_one_point_before(
+        case: str) -> None:
+    assert (top(excerpt(case)) or "").startswith("loss-spike#")
+
+
+def _steps(losses: list[float]) -> str:
+    # constructed in litgpt's progress format
+    return "\n".join(f"iter {i} step {i}: loss {v:.4f}, iter time: 95.00ms"
+                     for i, v in enumerate(losses, 1))
+
+
+def test_a_fresh_language_model_coming_down_from_chance_is_no_spike() -> None:
+    assert links(_steps([10.9, 9.8, 8.1, 7.2, 6.6])) == []
+
+
+def test_a_jump_far_above_any_chance_loss_needs_the_history() -> None:
+    # a summed detection loss: 1.5 then 63 (mmdetection 11708's values), two points only
+    assert not any(link.startswith("loss-spike#") for link in links(_steps([1.5043, 63.1261])))
