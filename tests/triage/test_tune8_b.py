@@ -138,3 +138,24 @@ def test_a_fresh_language_model_coming_down_from_chance_is_no_spike() -> None:
 def test_a_jump_far_above_any_chance_loss_needs_the_history() -> None:
     # a summed detection loss: 1.5 then 63 (mmdetection 11708's values), two points only
     assert not any(link.startswith("loss-spike#") for link in links(_steps([1.5043, 63.1261])))
+
+
+def test_an_oom_message_wrapped_over_lines_is_read_whole() -> None:
+    # DeepSpeedExamples 389: the sizes are on the lines below "Tried to allocate 3.82 GiB"
+    assert top(excerpt("oom/bloom1b1_sft_zero3_v100_oom_deepspeedexamples_389.log")) == (
+        "oom#fragmentation")
+
+
+def test_a_cut_oom_message_followed_by_other_lines_keeps_its_reading() -> None:
+    # constructed: the message cut after the request, then a traceback's lines
+    text = ("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.82 GiB\n"
+            "Traceback (most recent call last):\n"
+            '  File "train.py", line 10, in <module>\n')
+    assert top(text) == "oom#when"
+
+
+def test_the_later_lines_of_a_wrapped_message_alone_are_no_finding() -> None:
+    # DeepSpeedExamples 389's second and third lines without the first
+    text = ("GiB total capacity; 23.21 GiB already allocated; 2.43 GiB free; 25.59 GiB\n"
+            "reserved in total by PyTorch) If reserved memory is >> allocated memory try\n")
+    assert links(text) == []

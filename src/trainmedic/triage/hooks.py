@@ -54,6 +54,12 @@ class Hook:
     merge: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
     summary: Callable[[HitView, Any], str | None] | None = None
     keep: Callable[[HitView, Any], bool] | None = None
+    # whether the message a line starts goes on below it (a paste wrapped at the terminal's
+    # width): the scanner then reads it again with up to `WRAP_LINES` lines that follow
+    wraps: Callable[[str], bool] | None = None
+
+
+WRAP_LINES = 4
 
 
 # ---- cuda-oom: the caching allocator's message and its numbers ------------------------------
@@ -150,6 +156,19 @@ def _read_oom(text: str, ctx: LineContext) -> LineResult:
     elif outcome is None and ctx.started and not ctx.progressed:
         outcome = "no-step-finished"  # training began but no step finished: it cannot fit
     return LineResult(outcome, d)
+
+
+_OOM_END = ("reserved in total by PyTorch", "reserved by PyTorch but unallocated")
+# words of the allocator message's later lines, so that the scanner reads them when wrapped
+WRAP_NEEDLES = ("total capacity", "already allocated", "is allocated by PyTorch", *_OOM_END)
+
+
+def oom_wrapped(text: str) -> bool:
+    """The allocator's message (read so far) stops after "Tried to allocate" before its last
+    size (a paste wrapped at 80 columns: "... (GPU 0; 31.75" / "GiB total capacity; ..."):
+    the sizes that say whether it is fragmentation are on the next lines
+    (https://github.com/deepspeedai/DeepSpeedExamples/issues/389)."""
+    return "Tried to allocate" in text and not any(end in text for end in _OOM_END)
 
 
 def _keep_oom(hit: HitView, view: Any) -> bool:
@@ -391,7 +410,7 @@ def _read_optimizer_share(text: str, _ctx: LineContext) -> LineResult:
 HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("cuda-oom", frozenset({"other-process", "rank-contexts", "fragmented", "does-not-fit",
                                 "no-step-finished", "evaluating"}),
-         _read_oom, _merge_oom, _oom_summary, _keep_oom),
+         _read_oom, _merge_oom, _oom_summary, _keep_oom, oom_wrapped),
     Hook("xid", frozenset(), _read_xid, _merge_lists, _xid_summary),
     Hook("named-ranks", frozenset(), _read_named_ranks, _merge_lists),
     Hook("overflow-burst", frozenset(), _read_nothing, None, _overflow_summary, _keep_overflow),

@@ -30,7 +30,7 @@ from trainmedic.redact import redact_text
 from trainmedic.textsafe import inert, inert_line
 from trainmedic.trees.spec import NEAR_LINES
 from trainmedic.triage import launcher, lineinfo, trends, unmatched
-from trainmedic.triage.hooks import LineContext
+from trainmedic.triage.hooks import WRAP_LINES, WRAP_NEEDLES, LineContext
 from trainmedic.triage.launcher import LauncherTracker
 from trainmedic.triage.loss import LossTracker
 from trainmedic.triage.rank_compare import RankCompare
@@ -117,6 +117,10 @@ class _Match:
     when: tuple[datetime | None, bool, bool]
     before: tuple[tuple[int, str], ...] = ()
     after: set[str] = field(default_factory=set)
+    # a message wrapped over the lines below (its hook says so): those lines, and what the
+    # hook knew when it read the first one
+    wrapped: list[str] | None = None
+    ctx: LineContext | None = None
 
 
 @dataclass
@@ -149,7 +153,7 @@ class Scanner:
         # Needles that make a line worth Python's time: signatures, the words routes look for
         # above a match, errors no signature knows, the launcher's summary, progress lines.
         watch = {*sig_needles, *self._near, *unmatched.NEEDLES, *launcher.NEEDLES,
-                 *trends.NEEDLES, *trends.IB_NEEDLES, *trends.WORLD_NEEDLES}
+                 *trends.NEEDLES, *trends.IB_NEEDLES, *trends.WORLD_NEEDLES, *WRAP_NEEDLES}
         self.needles = _minimal(watch | set(SERIES_NEEDLES))
         # Megatron-style logs: the loss package reads the iteration lines in blocks, so the
         # prefilter looks for everything but the progress lines
@@ -536,9 +540,12 @@ class Scanner:
                 add_ranks(self.known_ranks, named)
         m = _Match(sig, text, source.name, idx, lineno, rank, host, outcome, details, named,
                    _time_of(recent))
-        if any(r.near for r in sig.routes):
-            # `near` also looks below the match (IPython prints the exception above the frames):
-            # decide once the lines that follow are read
+        wrapped = sig.hook is not None and sig.hook.wraps is not None and sig.hook.wraps(text)
+        if wrapped:
+            m.wrapped, m.ctx = [], ctx
+        if wrapped or any(r.near for r in sig.routes):
+            # `near` also looks below the match (IPython prints the exception above the frames),
+            # and a wrapped message goes on there: decide once the lines that follow are read
             m.before = tuple(recent)
             self._pending.append(m)
             if len(self._pending) > MAX_PENDING:
@@ -553,6 +560,10 @@ class Scanner:
             if m.lineno != lineno:
                 for route in m.sig.routes:
                     m.after.update(n for n in route.near if n in text)
+                hook = m.sig.hook
+                if m.wrapped is not None and len(m.wrapped) < WRAP_LINES and hook is not None \
+                        and hook.wraps is not None and hook.wraps(" ".join((m.text, *m.wrapped))):
+                    m.wrapped.append(text)
 
     def _flush_pending(self) -> None:
         while self._pending:
@@ -560,6 +571,9 @@ class Scanner:
 
     def _record(self, m: _Match) -> None:
         sig = m.sig
+        if m.wrapped and m.ctx is not None and sig.hook is not None:
+            result = sig.hook.read(" ".join((m.text, *m.wrapped)), m.ctx)
+            m.outcome, m.details = result.outcome, result.details
         tree, node = self._route(m)
         key = (sig.id, tree, node)
         hit = self.hits.get(key)
