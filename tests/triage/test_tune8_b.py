@@ -159,3 +159,9 @@ def test_the_later_lines_of_a_wrapped_message_alone_are_no_finding() -> None:
     text = ("GiB total capacity; 23.21 GiB already allocated; 2.43 GiB free; 25.59 GiB\n"
             "reserved in total by PyTorch) If reserved memory is >> allocated memory try\n")
     assert links(text) == []
+
+
+def test_a_small_rate_rounded_to_zero_decimals_is_no_zero_run() -> None:
+    # constructed: a warm-up whose rate a fixed-decimals print shows as 0.0000 at first
+    text = "\n".join(_hf(["0.0000", "0.0000", "0.0000", "0.0001", "0.0001", "0.0002"]))
+    assert "convergence#lr-too-small" not in links(text)
