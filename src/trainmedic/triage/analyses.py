@@ -103,7 +103,7 @@ def _ran_away(values: list[float]) -> bool:
 def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
                                                  list[tuple[str, int, str]]] | None:
     """(summary, outcome, details, evidence lines) of a whole-log analysis, or None."""
-    from trainmedic.triage.trends import chance, frozen_at_chance, plateau, repeat
+    from trainmedic.triage.trends import chance, frozen_at_chance, plateau, recurring, repeat
 
     if name == "loss-plateau":
         for loss, _evidence in scanner.loss.runs:
@@ -115,6 +115,13 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
                             f"exactly those from step {again['earlier_step']} on "
                             f"({again['points']} in a row): the same batches give the same loss, "
                             "so the weights do not change", "identical", again, [])
+                pool = recurring(loss.points)
+                if pool is not None:
+                    return (f"steps {pool['from_step']}-{pool['to_step']}: {pool['points']} "
+                            f"losses take only {pool['values']} values, {pool['recurring']} of "
+                            f"them coming back exactly at later steps ({pool['back']} times): "
+                            "the same batches give the same loss, so the weights do not change",
+                            "identical", pool, [])
                 continue
             if not found["identical"]:
                 how = f"from step {found['from_step']} to {found['to_step']}"
@@ -138,7 +145,7 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
         for loss, _evidence in scanner.loss.runs:
             at = chance(loss.points)
             if at is None or plateau(loss.points) is not None or repeat(
-                    loss.points) is not None:
+                    loss.points) is not None or recurring(loss.points) is not None:
                 continue  # a plateau's finding already says it (and names ln k)
             return (f"the loss stays around {at['value']:.4g} from step {at['from_step']} to "
                     f"{at['to_step']} ({at['points']} readings, none clearly below it): ln "
@@ -184,6 +191,15 @@ def whole_log(name: str, scanner: Any) -> tuple[str, str | None, dict[str, Any],
         return None
     if name == "lr-zero":
         for loss, _evidence in scanner.loss.runs:
+            if loss.lr_zero_tail < LR_ZERO_MIN and loss.lr_zero_run >= LR_ZERO_MIN and not (
+                    loss.overflow_events or loss.skipped_iterations or loss.scale_events):
+                # zeros the schedule left behind before the rate rose: those optimizer steps
+                # changed nothing (https://github.com/QwenLM/Qwen/issues/672: 'learning_rate': 0
+                # for five epochs, then 0.0003). Not where an fp16 scaler skipped steps: a
+                # skipped step leaves the scheduler where it was, so a warm-up from 0 prints 0
+                return (f"the learning rate is printed as 0 on {loss.lr_zero_run} progress lines "
+                        "in a row before it rises: the optimizer's steps there changed nothing",
+                        None, {"lines": loss.lr_zero_run, "grad_zero": False}, [])
             if loss.lr_zero_tail < LR_ZERO_MIN:
                 continue
             grad_zero = loss.grad_zero_tail >= LR_ZERO_MIN

@@ -310,6 +310,49 @@ def repeat(points: list[tuple[int, float]]) -> dict[str, Any] | None:
     return None
 
 
+RECUR_MIN_POINTS = 12  # logged losses: enough that a pool of a few values shows itself
+RECUR_DIGITS = 4  # significant digits a recurring value needs (3.5551, not 3.7 or 0.12)
+RECUR_SHARE = 0.5  # of the losses must be such a value that came before at another step
+
+
+def recurring(points: list[tuple[int, float]]) -> dict[str, Any] | None:
+    """The losses drawn, in any order, from a small pool of exact values (to 4 significant
+    digits or more), each value coming back at later steps: with shuffled batches of the same
+    data the same batch gives the same loss only while the weights stay as they were
+    (https://github.com/Lightning-AI/litgpt/issues/834: LoRA under DDP, 22 losses from 8 values).
+    `repeat` needs the batches in the same order; this needs only the same batches. Lines that
+    print one step's loss twice (every rank, a bar and a log line) are one reading: a value
+    counts as back only at another step, after a different value in between."""
+    steps: list[int] = []
+    vals: list[float] = []
+    for step, v in points:
+        if not math.isfinite(v):
+            return None
+        if vals and (v == vals[-1] or step == steps[-1]):
+            continue
+        steps.append(step)
+        vals.append(v)
+    n = len(vals)
+    if n < RECUR_MIN_POINTS:
+        return None
+    seen: dict[float, set[int]] = {}
+    back = 0
+    for step, v in zip(steps, vals, strict=True):
+        earlier = seen.setdefault(v, set())
+        if earlier - {step} and _digits(v) >= RECUR_DIGITS:
+            back += 1
+        earlier.add(step)
+    pool = [v for v, at in seen.items() if len(at) >= 2 and _digits(v) >= RECUR_DIGITS]
+    if len(pool) < REPEAT_DISTINCT or back < RECUR_SHARE * n:
+        return None
+    return {"from_step": steps[0], "to_step": steps[-1], "points": n,
+            "values": len(seen), "recurring": len(pool), "back": back}
+
+
+def _digits(v: float) -> int:
+    return len(format(abs(v), ".12g").split("e")[0].replace(".", "").lstrip("0"))
+
+
 def plateau(points: list[tuple[int, float]]) -> dict[str, Any] | None:
     """The loss at one value to its printed precision for the last points of the run (at least
     `PLATEAU_MIN` points over most of the series, or two points hundreds of steps apart that

@@ -59,6 +59,14 @@ SHORT_GRAD_RATIO, SHORT_GRAD_MIN = 50.0, 10.0
 SHORT_GRAD_RATIO_AFTER, SHORT_GRAD_AFTER = 20.0, 3
 SHORT_LOSS_RATIO, SHORT_LOSS_RISE, SHORT_LOSS_AFTER = 3.0, 1.0, 3
 SHORT_LOSS_LATE, SHORT_LOSS_AFTER_LATE = 100, 2
+# ... and one point before is enough when the jump lands at the loss of a language model that
+# predicts a uniform guess over a vocabulary of 10k tokens or more (ln 10000 = 9.21; 10.37 for
+# 32000): a run that was at a third of that a step before lost what it had learnt in one
+# update (https://github.com/Lightning-AI/litgpt/issues/628: 1.70 -> 11.46 and it stays; a
+# healthy run starts at that level and only comes down from it); up to a fifth above ln of the
+# largest vocabularies (262144 tokens: 12.48), a fresh model's first losses. A loss far above
+# it (a detection loss of 63) is no language model's uniform guess: that needs the history
+SHORT_LOSS_CHANCE = (math.log(10000), 1.2 * math.log(262144))
 BURST_OVERFLOWS = 3  # halvings of the scale within BURST_STEPS steps after start-up
 BURST_STEPS = 50
 # a NaN whose last finite grad norms (at most this many after an explosion) include an explosion
@@ -315,8 +323,9 @@ class SeriesAnalyzer:
         det = self._loss
         spike = self._open
         late = self.a.first_step is not None and self.a.first_step > SHORT_LOSS_LATE
+        at_chance = SHORT_LOSS_CHANCE[0] <= x <= SHORT_LOSS_CHANCE[1]
         if _short_jump(det.win, x, SHORT_LOSS_RATIO, SHORT_LOSS_RISE,
-                       SHORT_LOSS_AFTER_LATE if late else SHORT_LOSS_AFTER):
+                       1 if at_chance else SHORT_LOSS_AFTER_LATE if late else SHORT_LOSS_AFTER):
             if spike is None and len(self.a.spikes) < MAX_EVENTS:
                 self._keep(step, x, force=True)
                 first_bad = (prev + 1) if prev is not None and prev < step else step

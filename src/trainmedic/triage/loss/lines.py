@@ -204,6 +204,7 @@ class LineReader:
         self._dl_max = 0
         self._dl_last = 0
         self._megatron_had_loss = False
+        self._lr_exact_zeros = 0  # learning rates printed as an exact float zero, in a row
         self._keras_epoch: int | None = None
         self._keras_index = 0
         self._epoch_step_index = 0  # `Epoch E, Step S, Loss: X` lines read so far
@@ -459,13 +460,19 @@ class LineReader:
         self.s.point(step, float(m.group(1)), where=where)
         return True
 
-    def learning_rate(self, lr: float | None, grad: float | None = None) -> None:
+    def learning_rate(self, lr: float | None, grad: float | None = None,
+                      printed: str = "") -> None:
         """Count the latest readings in a row that print the learning rate (and the grad norm)
-        as exactly 0."""
+        as exactly 0; and the longest run of them printed as Python prints a float zero ("0",
+        "0.0"), which no small rate rounded to a fixed number of decimals ("0.0000",
+        "0.000E+00") is."""
         if lr is None:
             return
         a = self.a
         a.lr_zero_tail = a.lr_zero_tail + 1 if lr == 0.0 else 0
+        self._lr_exact_zeros = self._lr_exact_zeros + 1 if lr == 0.0 and printed.strip() in (
+            "0", "0.0", "0.") else 0
+        a.lr_zero_run = max(a.lr_zero_run, self._lr_exact_zeros)
         if grad is not None:
             a.grad_zero_tail = a.grad_zero_tail + 1 if grad == 0.0 else 0
 
@@ -552,7 +559,7 @@ class LineReader:
         if "epoch" in extra and self.a.first_epoch is None:
             self.a.first_epoch = parse_float(extra["epoch"])
         if "learning_rate" in extra:
-            self.learning_rate(parse_float(extra["learning_rate"]), grad)
+            self.learning_rate(parse_float(extra["learning_rate"]), grad, extra["learning_rate"])
         record = (float(loss), grad, where)
         if "step" in extra:
             self._hf_emit(int(float(extra["step"])), record)

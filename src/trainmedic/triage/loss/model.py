@@ -258,6 +258,7 @@ class LossAnalysis:
     # a run that cannot learn; internal to the lr-zero analysis, not part of the report
     lr_zero_tail: int = 0
     grad_zero_tail: int = 0
+    lr_zero_run: int = 0  # the longest run anywhere printed as an exact zero ("0", "0.0")
     # finite grad-norm readings, and finite losses logged before the first NaN: whether the log
     # can say what the grad norm did before a NaN (internal to the loss-nan outcome, not reported)
     grad_finite: int = 0
