@@ -6,8 +6,8 @@ lines starting with `# source: URL`, a `# ---` line, then the excerpt verbatim. 
 `split` is `tune` (signatures may be tuned on it) or `holdout` (never read while tuning).
 `batch: 2` and `batch: 3` mark cases collected after the first signatures were written (all held
 out): each batch was run blind once, then reported apart (`group`), as the fairest measure of
-unseen logs; batches 2 to 8 were opened for tuning after that (`OPENED`: groups `tune-2` to
-`tune-8`).
+unseen logs; batches 2 to 9 were opened for tuning after that (`OPENED`: groups `tune-2` to
+`tune-9`).
 `reported` is what the thread's author said they saw, in the words of the triage entry question
 (`REPORTED`), taken from the thread's title only (the corpus keeps no opening post), never from
 the excerpt or the expected node; held-out cases were labelled from an opaque id and the title
@@ -52,7 +52,11 @@ BATCHES = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11")
 # Batch 8 was run blind at 23/39 tree, 16/30 node on the code of the stop before it and 24/39,
 # 16/30 on the code of the stop that collected it (with the reported symptom 27/39, 16/30), then
 # opened the same way (group `tune-8`) while batch 9 was collected.
-OPENED = ("2", "3", "4", "5", "6", "7", "8")
+# Batch 9 was run blind at 29/42 tree, 19/38 node on the code of the stop before it and on this
+# stop's before its rounds (20/38 node after the first round on tune-8; with the reported
+# symptom 31/42), then opened the same way (group `tune-9`) once batch 10 had been measured
+# blind, while batch 11 was collected.
+OPENED = ("2", "3", "4", "5", "6", "7", "8", "9")
 # What a user can tell triage they saw (the triage tree's first question), `unknown` if unsaid.
 REPORTED = ("hang", "crash", "slow", "diverged", "not-learning", "unknown")
 _HEADER = re.compile(r"^# ([a-z-]+): ?(.*)$")
