@@ -126,6 +126,15 @@ HELD_BATCH9_TREE, HELD_BATCH9_NODE = 0.69, 0.50
 # on tune-8: 28/44 tree, 18/38 node both times (with the reported symptom 34/44, 18/38). Nobody
 # has tuned on it.
 HELD_BATCH10_TREE, HELD_BATCH10_NODE = 0.63, 0.47
+# Batch 11 (49 cases collected blind by three people on 2026-12-01, reviewed blind: 45
+# incidents, 5 with the tree only, 4 healthy logs; an eighth person's blind labels agree with the
+# first on 42/45 trees and 27/32 nodes) was run once on the code of the stop before (30/45 tree,
+# 23/40 node) and once on this stop's code after both rounds on tune-8 (30/45, 24/40; with the
+# reported symptom 36/45, 24/40). Both runs raised one false alarm, on a healthy fp16 run whose
+# first two skipped steps logged an inf loss (tensorboardX's "NaN or Inf found in input tensor"
+# beside the scaler's start-up search); that rule was then made (test_logged_nonfinite.py), the
+# only change made from a holdout case. Nobody has tuned on the rest.
+HELD_BATCH11_TREE, HELD_BATCH11_NODE = 0.66, 0.60
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
 # were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
 # the end (see the benchmark's second table). Ratchets: they can only rise.
@@ -147,6 +156,7 @@ HELD_SAID_BATCH7_TREE, HELD_SAID_BATCH7_NODE = 0.87, 0.71
 HELD_SAID_BATCH8_TREE, HELD_SAID_BATCH8_NODE = 0.69, 0.53
 HELD_SAID_BATCH9_TREE, HELD_SAID_BATCH9_NODE = 0.73, 0.50
 HELD_SAID_BATCH10_TREE, HELD_SAID_BATCH10_NODE = 0.77, 0.47
+HELD_SAID_BATCH11_TREE, HELD_SAID_BATCH11_NODE = 0.80, 0.60
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
 
@@ -243,6 +253,7 @@ def test_tune_split_holds_its_level(splits):
     ("tune-8", HELD_BATCH8_TREE, HELD_BATCH8_NODE),
     ("tune-9", HELD_BATCH9_TREE, HELD_BATCH9_NODE),
     ("holdout-10", HELD_BATCH10_TREE, HELD_BATCH10_NODE),
+    ("holdout-11", HELD_BATCH11_TREE, HELD_BATCH11_NODE),
 ])
 def test_later_batches_hold_their_level_and_stay_silent_on_healthy_logs(splits, group, tree,
                                                                         node):
@@ -273,6 +284,7 @@ def test_with_the_reported_symptom_tune_holds_its_level(said, splits):
     ("tune-8", HELD_SAID_BATCH8_TREE, HELD_SAID_BATCH8_NODE),
     ("tune-9", HELD_SAID_BATCH9_TREE, HELD_SAID_BATCH9_NODE),
     ("holdout-10", HELD_SAID_BATCH10_TREE, HELD_SAID_BATCH10_NODE),
+    ("holdout-11", HELD_SAID_BATCH11_TREE, HELD_SAID_BATCH11_NODE),
 ])
 def test_with_the_reported_symptom_the_holdout_groups_hold_their_level(said, splits, group,
                                                                        tree, node):

@@ -270,6 +270,17 @@ def _keep_overflow(hit: HitView, view: Any) -> bool:
     return hit.count >= OVERFLOW_NOISE or bool(view.loss.analysis.loss_scale_collapsed)
 
 
+def _keep_overflow_companion(hit: HitView, view: Any) -> bool:
+    """A NaN/Inf logged no more often than the fp16 scaler skipped a step, while those skips are
+    only its start-up search (the overflow finding itself is left out), is that search."""
+    skips = [other for other in view.hits.values()
+             if getattr(getattr(other, "sig", None), "hook", None) is HOOKS["overflow-burst"]]
+    if not skips:
+        return True
+    count = sum(other.count for other in skips)
+    return hit.count > count or any(_keep_overflow(other, view) for other in skips)
+
+
 def _overflow_summary(hit: HitView, _view: Any) -> str:
     return f"{hit.count} fp16 gradient overflows (steps skipped)"
 
@@ -415,6 +426,8 @@ HOOKS: dict[str, Hook] = {h.name: h for h in (
     Hook("xid", frozenset(), _read_xid, _merge_lists, _xid_summary),
     Hook("named-ranks", frozenset(), _read_named_ranks, _merge_lists),
     Hook("overflow-burst", frozenset(), _read_nothing, None, _overflow_summary, _keep_overflow),
+    Hook("overflow-companion", frozenset(), _read_nothing, None, None,
+         _keep_overflow_companion),
     Hook("child-failed", frozenset(), _read_nothing, None, _child_summary),
     Hook("sigkill", frozenset(), _read_nothing, None, None, _keep_sigkill),
     Hook("nan-line", frozenset(), _read_nothing, None, None, _keep_nan_line),
