@@ -81,3 +81,13 @@ def test_refused_nccl_socket_is_the_interface():
     # a connection that broke after it worked is the remote error (the tree's counterexample)
     line = "socketProgressOpt: Call to recv from 10.119.24.53<49901> failed : Broken pipe"
     assert top(line) == "nccl-hang#remote-error"
+
+
+def test_timeout_next_to_fsdp_state_dict_warning_is_a_save():
+    text = excerpt("checkpoint/fsdp_save_allgather_timeout_rank0_pytorch_143536.log")
+    assert top(text) == "checkpoint#save-hang"
+    # a timeout with no save near it stays the watchdog's question (the signature's example)
+    line = ("[rank1]:[E626 06:24:44.903881913 ProcessGroupNCCL.cpp:616] [Rank 1] Watchdog caught "
+            "collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, "
+            "NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
+    assert top(line) == "nccl-hang#watchdog-timeout"
