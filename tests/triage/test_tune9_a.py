@@ -91,3 +91,18 @@ def test_timeout_next_to_fsdp_state_dict_warning_is_a_save():
             "collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, NumelIn=9801523, "
             "NumelOut=9801523, Timeout(ms)=600000) ran for 600020 milliseconds before timing out.")
     assert top(line) == "nccl-hang#watchdog-timeout"
+
+
+# -- scheduler -------------------------------------------------------------------------------
+
+
+def test_slurm_cancel_without_reason_is_the_scheduler_question():
+    text = excerpt("scheduler/preempted_restart_from_scratch_everyvoice_183.log")
+    assert top(text) == "scheduler#who-ended"
+    # a cancel with its reason keeps that reason's node
+    line = ("slurmstepd: error: *** JOB 494583 ON ... CANCELLED AT 2024-04-20T09:09:37 DUE TO "
+            "TIME LIMIT ***")
+    assert links(line) == ["scheduler#time-limit"]
+    # a cause in the same log leads (the step was cancelled after the cgroup's OOM kill)
+    text = excerpt("scheduler/slurm_cgroup_oom_kill_mmdet_knet_30.log")
+    assert top(text) == "scheduler#cgroup-oom-kill"
