@@ -115,3 +115,36 @@ def test_matrices_saved_as_one_element_are_zero3_placeholders() -> None:
 ])
 def test_a_changed_head_stays_a_model_shape_mismatch(line: str) -> None:
     assert top(line) == "checkpoint#model-shape-mismatch"
+
+
+# ---- an OOM under a validation pass named by its short forms ---------------------------------
+
+
+def test_oom_under_a_trainers_private_val_pass_is_eval_oom() -> None:
+    # openseg.pytorch 41: the OOM's traceback runs through trainer.py's __train -> __val
+    assert top(excerpt("oom/validation_oom_during_training_openseg_41.log")) == "oom#eval-oom"
+
+
+_OLD_OOM = ("RuntimeError: CUDA out of memory. Tried to allocate 4.10 GiB (GPU 3; 10.92 GiB total "
+            "capacity; 5.46 GiB already allocated; 1019.50 MiB free; 3.89 GiB cached)")
+
+
+def test_a_value_named_frame_is_no_validation_pass() -> None:
+    # constructed: a frame of a function whose name only starts like "val" (value_and_grad)
+    frame = '  File "/opt/app/train.py", line 88, in value_and_grad'
+    assert "oom#eval-oom" not in links(frame + "\n" + _OLD_OOM)
+
+
+# ---- a traceback through MosaicML streaming: the data pipeline -------------------------------
+
+
+def test_streaming_dataset_frames_name_the_data_pipeline() -> None:
+    # Lightning 20226: FileExistsError from streaming's shared memory while building the dataset
+    case = "data-pipeline/streaming_shm_file_exists_epoch_shape_ddp_notebook_lightning_20226.log"
+    assert (top(excerpt(case)) or "").startswith("data-pipeline#")
+
+
+def test_a_project_folder_named_streaming_is_not_the_library() -> None:
+    # constructed: a project's own streaming/ package without the library's base/ modules
+    frame = '  File "/home/user/asr/streaming/decoder.py", line 41, in __init__'
+    assert not any(link.startswith("data-pipeline#") for link in links(frame))
