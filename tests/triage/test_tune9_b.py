@@ -148,3 +148,21 @@ def test_a_project_folder_named_streaming_is_not_the_library() -> None:
     # constructed: a project's own streaming/ package without the library's base/ modules
     frame = '  File "/home/user/asr/streaming/decoder.py", line 41, in __init__'
     assert not any(link.startswith("data-pipeline#") for link in links(frame))
+
+
+# ---- the JVM's spelling of an infinite loss -------------------------------------------------
+
+
+def test_bigdl_loss_is_infinity_is_a_nan_loss() -> None:
+    # ipex-llm (BigDL) 1486: "Loss is Infinity." on one DistriOptimizer line
+    case = "loss-spike/bigdl_distrioptimizer_loss_infinity_one_iteration_ipex_llm_1486.log"
+    assert (top(excerpt(case)) or "").startswith("loss-spike#")
+
+
+def test_a_finite_bigdl_loss_is_no_finding() -> None:
+    # the same thread's line one iteration earlier
+    line = ("2017-08-20 16:11:42 INFO  DistriOptimizer$:295 - [Epoch 64 738304/1281167][Iteration "
+            "45458][Wall Clock 197336.222587172s] Train 1792 in 4.494659207seconds. Throughput is "
+            "398.6954 records/second. Loss is 1.308916. Current learning rate is "
+            "0.046282765356364115. Current weight decay is 1.0E-4. Current momentum is 0.9.")
+    assert links(line) == []
