@@ -125,6 +125,9 @@ def oom_outcome(text: str, d: dict[str, Any]) -> str | None:
     foreign = sum(o[1] or 0.0 for o in others)
     if oom_contexts.rank_contexts([o[1] or 0.0 for o in others]):
         return "rank-contexts"
+    if oom_contexts.unsized_rank_contexts([o[1] or 0.0 for o in others],
+                                          "this process has 0 bytes memory in use" in text, own):
+        return "rank-contexts"
     if others and foreign >= max(1024.0, 0.1 * total) and not _same_process(own, others):
         return "other-process"
     if tried and free is not None and free + unalloc < tried:
@@ -168,7 +171,10 @@ _OOM_ENDS = ("reserved in total by PyTorch", "but unallocated", "max_split_size_
 
 
 def _oom_unfinished(text: str) -> bool:
-    return "Tried to allocate" in text and not any(end in text for end in _OOM_ENDS)
+    # (or the exception's name alone, its message on the next line: a logger or a paste that
+    # breaks after the colon, https://github.com/huggingface/trl/issues/3172)
+    return ("Tried to allocate" in text and not any(end in text for end in _OOM_ENDS)) or (
+        text.rstrip().endswith("OutOfMemoryError:"))
 
 
 def _keep_oom(hit: HitView, view: Any) -> bool:

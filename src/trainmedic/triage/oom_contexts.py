@@ -22,3 +22,19 @@ def rank_contexts(sizes: list[float]) -> bool:
         return False
     low, high = min(sizes), max(sizes)
     return low >= CONTEXT_MIN_MIB and high <= CONTEXT_MAX_MIB and high <= low * (1 + SAME_SIZE)
+
+
+# When the driver cannot tell a process's memory (NVML inside a container that does not share
+# the host's PID namespace), the message lists every process with "0 bytes memory in use", the
+# failing one included ("this process has 0 bytes memory in use") although PyTorch itself
+# allocated GiBs: the sizes say nothing, but several other processes on one GPU of a
+# distributed job are its other ranks (https://github.com/huggingface/trl/issues/3172: seven
+# processes at 0 bytes on GPU 0 of an 8-GPU run). Two could as well be foreign jobs.
+MIN_UNSIZED_RANKS = 3
+
+
+def unsized_rank_contexts(sizes: list[float], own_unsized: bool, allocated_mib: float) -> bool:
+    """True when at least MIN_UNSIZED_RANKS other processes are listed, every size (this
+    process's too) reads 0 while PyTorch reports memory of its own: the other ranks, unsized."""
+    return (own_unsized and allocated_mib > 0.0 and len(sizes) >= MIN_UNSIZED_RANKS
+            and all(size == 0.0 for size in sizes))

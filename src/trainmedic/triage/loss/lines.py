@@ -69,8 +69,12 @@ _DS_STEP = re.compile(r"\bstep=(\d+), skipped=(\d+)")
 _DS_GLOBAL = re.compile(r"global_step=(\d+)")
 # fp16 overflow lines, each read as its marker then the first scale after it (`after_marker`):
 # a lazy gap between them was tried from every marker (quadratic on a line repeating it)
-# (DeepSpeed before 0.4 wrote "[Rank 0] Overflow detected. Skipping step. Attempted ...")
-_DS_OVERFLOW = (re.compile(r"OVERFLOW!|Overflow detected\. Skipping step"), re.compile(
+# (DeepSpeed before 0.4 wrote "[Rank 0] Overflow detected. Skipping step. Attempted ..."; its
+# fused and unfused fp16 optimizers write "[deepspeed] fp16 dynamic loss scale overflow! Skipping
+# step. Attempted loss scale: X, reducing to Y",
+# https://github.com/huggingface/transformers/issues/14834)
+_DS_OVERFLOW = (re.compile(r"OVERFLOW!|Overflow detected\. Skipping step"
+                           r"|scale overflow! Skipping step"), re.compile(
     r"Attempted loss scale: (" + NUM + r")(?:, reducing to (" + NUM + r"))?"))
 _APEX_OVERFLOW = (re.compile(r"Gradient overflow\.\s+Skipping step"),
                   re.compile(r"reducing loss scale to (" + NUM + r")"))
@@ -262,7 +266,8 @@ class LineReader:
                 self._tqdm(int(m.group(1)))
                 if "OVERFLOW" not in text and "'loss'" not in text:
                     return True
-        if "OVERFLOW!" in text or "Gradient overflow" in text or "Overflow detected" in text:
+        if "OVERFLOW!" in text or "Gradient overflow" in text or "Overflow detected" in text \
+                or "scale overflow!" in text:
             pair = after_marker(*_DS_OVERFLOW, text) or after_marker(*_APEX_OVERFLOW, text)
             if pair:
                 m = pair[1]
