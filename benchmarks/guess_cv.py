@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import random
+import statistics
 import sys
 import time
 from collections import defaultdict
@@ -209,7 +210,25 @@ def main() -> int:
             hits, total = sum(h for h, _t in per), sum(t for _h, t in per)
             row.append(f"{100 * mean:5.1f}% ({hits:3d}/{total:3d})")
         print(f"{name:15}" + "".join(f"{r:>20}" for r in row))
+    if args.repeats > 1:
+        print("\nper seed: the mean over one seed's folds; mean +/- sample standard deviation "
+              "over the seeds")
+        print(f"{'method':15}" + "".join(f"{m:>20}" for m in measures))
+        for name in methods:
+            row = []
+            for m in measures:
+                per_seed = [_mean(acc[(name, m)][r * args.folds:(r + 1) * args.folds])
+                            for r in range(args.repeats)]
+                mean = statistics.fmean(per_seed)
+                row.append(f"{100 * mean:5.1f}% +/- {100 * statistics.stdev(per_seed):3.1f}")
+            print(f"{name:15}" + "".join(f"{r:>20}" for r in row))
     print(f"({time.perf_counter() - t0:.0f} s)")
+
+
+def _mean(per: list[tuple[int, int]]) -> float:
+    """The mean rate over folds that hold a case."""
+    rates = [h / t for h, t in per if t]
+    return sum(rates) / len(rates) if rates else 0.0
     return 0
 
 
