@@ -32,7 +32,7 @@ FLOOR_TREE, FLOOR_NODE = 0.95, 0.80
 # (Until 2026-11-30 a silent healthy log also counted as a tree and a node hit, which lifted
 # every rate by the share of healthy logs; the levels were lowered to the same measure without
 # healthy logs then, not because triage got worse.)
-HELD_TREE = 0.88  # batch 1's tree-level (tune and holdout: 312/352), a ratchet until FLOOR_TREE
+HELD_TREE = 0.89  # batch 1's tree-level (tune and holdout: 314/352), a ratchet until FLOOR_TREE
 # the tune split (the cases signatures were written against): 246/265 tree, 240/263 node; the
 # misses left are hangs whose excerpt is only NCCL set-up and labels the message alone cannot
 # decide
@@ -42,7 +42,7 @@ HELD_TUNE_TREE, HELD_TUNE_NODE = 0.92, 0.91
 # classes of its misses then guided signature work, so it was no longer blind and became tune
 # data (group `tune-2`) at 77/103 tree, 65/103 node; a tuning round on it then reached 91/103,
 # 87/103, and a reader of verl's step lines 89/103 node. Held so that it can only rise.
-HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.88, 0.86
+HELD_BATCH2_TREE, HELD_BATCH2_NODE = 0.89, 0.87  # 92/103, 90/103 (2026-12-01)
 # Batch 3 (101 incidents, 14 healthy logs) was collected and reviewed by people who never saw
 # the signatures, and run blind first at 75/101 tree, 59/100 node, no false alarm (with the
 # reported symptom 77/101, 59/100). The tuning round on tune and tune-2 that followed (tune-2
@@ -101,7 +101,7 @@ HELD_BATCH6_TREE, HELD_BATCH6_NODE = 0.81, 0.73
 # taking its place as the blind measure: 51/78, 29/57 once the learned words knew it; the guess's
 # reweighting (below) and its two tuning rounds reached 65/78, 41/57 (with the symptom 68/78,
 # 41/57).
-HELD_BATCH7_TREE, HELD_BATCH7_NODE = 0.83, 0.71
+HELD_BATCH7_TREE, HELD_BATCH7_NODE = 0.87, 0.80  # 68/78, 46/57 after the tune-8/9 rounds
 # Batch 8 (47 cases collected blind by three people on 2026-12-01, when the public threads the
 # search reaches were mostly in the corpus already; the blind review dropped a repeat of a batch-1
 # thread: 39 incidents, 9 with the tree only, 7 healthy logs; a fifth person's blind labels agree
@@ -111,14 +111,16 @@ HELD_BATCH7_TREE, HELD_BATCH7_NODE = 0.83, 0.71
 # on tune data only) and the rounds on tune-7: 24/39, 16/30 (with the symptom 27/39, 16/30).
 # Then opened for tuning rounds (group `tune-8`) on 2026-12-01, batch 9 being collected blind
 # as the next measure.
-HELD_BATCH8_TREE, HELD_BATCH8_NODE = 0.61, 0.53
+# After its two rounds: 31/39, 25/30 (with the symptom 34/39, 25/30).
+HELD_BATCH8_TREE, HELD_BATCH8_NODE = 0.79, 0.83
 # Batch 9 (48 cases collected blind by three people on 2026-12-01, reviewed blind: 42 incidents,
 # 4 with the tree only, 6 healthy logs; a sixth person's blind labels agree with the first on
 # 41/42 trees and 35/37 nodes) was run once on the code of the stop before and once on this
 # stop's code before its tuning rounds were merged: 29/42 tree, 19/38 node both times (with the
 # reported symptom 31/42, 19/38); 20/38 node after the first round on tune-8, the second moving
 # nothing. Then opened for tuning rounds (group `tune-9`), batches 10 and 11 the blind measures.
-HELD_BATCH9_TREE, HELD_BATCH9_NODE = 0.69, 0.50
+# After its two rounds: 40/42, 32/38 (with the symptom 41/42, 32/38).
+HELD_BATCH9_TREE, HELD_BATCH9_NODE = 0.95, 0.84
 # Batch 10 (50 cases collected blind by three people on 2026-12-01, reviewed blind: 44
 # incidents, 6 with the tree only, 4 healthy logs; a seventh person's blind labels, given the
 # corpus's settled labelling rules, agree with the first on 42/44 trees and 34/34 nodes) was run
@@ -133,8 +135,9 @@ HELD_BATCH10_TREE, HELD_BATCH10_NODE = 0.63, 0.47
 # reported symptom 36/45, 24/40). Both runs raised one false alarm, on a healthy fp16 run whose
 # first two skipped steps logged an inf loss (tensorboardX's "NaN or Inf found in input tensor"
 # beside the scaler's start-up search); that rule was then made (test_logged_nonfinite.py), the
-# only change made from a holdout case. Nobody has tuned on the rest.
-HELD_BATCH11_TREE, HELD_BATCH11_NODE = 0.66, 0.60
+# only change made from a holdout case. Nobody has tuned on the rest. One label named the moe
+# tree's question (moe#slow), not a fix: set to moe#? afterwards (node 24/39).
+HELD_BATCH11_TREE, HELD_BATCH11_NODE = 0.66, 0.61
 # With the reported symptom: the tune split was the only one looked at while the symptom's rules
 # were written; today 259/265 tree, 250/263 node; the holdout groups were run with it once, at
 # the end (see the benchmark's second table). Ratchets: they can only rise.
@@ -146,17 +149,19 @@ HELD_SAID_TUNE_TREE, HELD_SAID_TUNE_NODE = 0.97, 0.95
 # loss-spike#nan-source to the nan-loss question it leads to (the message does not say when the
 # NaN began; decided on tune cases, and two tune labels already said nan-loss): 0.69 -> 0.68.
 # 2026-12-01: 71/87, 62/86 (log only 67/87, 61/86), the guess's reweighting and an OOM rule.
-HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.81, 0.72
-HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE = 0.91, 0.88
+# 2026-12-01, second session: 72/87, 62/86 (log only 68/87, 61/86: one blind case moved with
+# the tune-9 rounds).
+HELD_SAID_HOLDOUT_TREE, HELD_SAID_HOLDOUT_NODE = 0.82, 0.72
+HELD_SAID_BATCH2_TREE, HELD_SAID_BATCH2_NODE = 0.92, 0.89
 HELD_SAID_BATCH3_TREE, HELD_SAID_BATCH3_NODE = 0.94, 0.90
 HELD_SAID_BATCH4_TREE, HELD_SAID_BATCH4_NODE = 0.98, 0.93
 HELD_SAID_BATCH5_TREE, HELD_SAID_BATCH5_NODE = 0.92, 0.83
 HELD_SAID_BATCH6_TREE, HELD_SAID_BATCH6_NODE = 0.88, 0.74
-HELD_SAID_BATCH7_TREE, HELD_SAID_BATCH7_NODE = 0.87, 0.71
-HELD_SAID_BATCH8_TREE, HELD_SAID_BATCH8_NODE = 0.69, 0.53
-HELD_SAID_BATCH9_TREE, HELD_SAID_BATCH9_NODE = 0.73, 0.50
+HELD_SAID_BATCH7_TREE, HELD_SAID_BATCH7_NODE = 0.89, 0.80
+HELD_SAID_BATCH8_TREE, HELD_SAID_BATCH8_NODE = 0.87, 0.83
+HELD_SAID_BATCH9_TREE, HELD_SAID_BATCH9_NODE = 0.97, 0.84
 HELD_SAID_BATCH10_TREE, HELD_SAID_BATCH10_NODE = 0.77, 0.47
-HELD_SAID_BATCH11_TREE, HELD_SAID_BATCH11_NODE = 0.80, 0.60
+HELD_SAID_BATCH11_TREE, HELD_SAID_BATCH11_NODE = 0.80, 0.61
 NEW_TREES = ("checkpoint", "scheduler", "compile", "sharding", "moe", "containers",
              "data-pipeline")
 
