@@ -205,8 +205,7 @@ def main() -> int:
         row = []
         for m in measures:
             per = acc[(name, m)]
-            rates = [h / t for h, t in per if t]
-            mean = sum(rates) / len(rates) if rates else 0.0
+            mean = _mean(per)
             hits, total = sum(h for h, _t in per), sum(t for _h, t in per)
             row.append(f"{100 * mean:5.1f}% ({hits:3d}/{total:3d})")
         print(f"{name:15}" + "".join(f"{r:>20}" for r in row))
@@ -223,13 +222,13 @@ def main() -> int:
                 row.append(f"{100 * mean:5.1f}% +/- {100 * statistics.stdev(per_seed):3.1f}")
             print(f"{name:15}" + "".join(f"{r:>20}" for r in row))
     print(f"({time.perf_counter() - t0:.0f} s)")
+    return 0
 
 
 def _mean(per: list[tuple[int, int]]) -> float:
     """The mean rate over folds that hold a case."""
     rates = [h / t for h, t in per if t]
     return sum(rates) / len(rates) if rates else 0.0
-    return 0
 
 
 def _guesses(acc, name: str, label: str, sigs: SignatureSet, which: list[int], cases, inputs,
